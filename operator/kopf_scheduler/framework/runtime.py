@@ -1,0 +1,467 @@
+"""The framework runtime: runs one profile's plugins at each extension point.
+
+Rules kept from upstream: the first rejecting Filter stops the node and its plugin name is stamped
+on the status; a PreFilter returning Skip skips its Filter (and a PreScore Skip its Score); a
+non-rejection failure becomes an Error naming the plugin; scores are normalised per plugin, checked
+to lie in [0, 100], then weighted and summed. Nominated pods of equal or higher priority are
+counted on a node during filtering, and the node must pass with and without them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kopf_scheduler.cache.node_info import NodeInfo
+from kopf_scheduler.framework.cycle_state import CycleState
+from kopf_scheduler.framework.events import ClusterEventWithHint
+from kopf_scheduler.framework.handle import Handle
+from kopf_scheduler.framework.interfaces import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    BindPlugin,
+    EnqueueExtensions,
+    FilterPlugin,
+    NodeScore,
+    PermitPlugin,
+    Plugin,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+)
+from kopf_scheduler.framework.status import SUCCESS, Code, Status
+from kopf_scheduler.framework.types import (
+    NodePluginScores,
+    NodeToStatus,
+    PostFilterResult,
+    PreFilterResult,
+    QueuedPodInfo,
+)
+from kopf_scheduler.model.pod import Pod
+
+MAX_TIMEOUT_SECONDS = 15 * 60.0
+
+
+@dataclass
+class ProfilePlugins:
+    """The plugin instances of one profile, in configured order per extension point."""
+
+    queue_sort: QueueSortPlugin | None = None
+    pre_enqueue: list[PreEnqueuePlugin] = field(default_factory=list)
+    pre_filter: list[PreFilterPlugin] = field(default_factory=list)
+    filter: list[FilterPlugin] = field(default_factory=list)
+    post_filter: list[PostFilterPlugin] = field(default_factory=list)
+    pre_score: list[PreScorePlugin] = field(default_factory=list)
+    score: list[tuple[ScorePlugin, int]] = field(default_factory=list)
+    reserve: list[ReservePlugin] = field(default_factory=list)
+    permit: list[PermitPlugin] = field(default_factory=list)
+    pre_bind: list[PreBindPlugin] = field(default_factory=list)
+    bind: list[BindPlugin] = field(default_factory=list)
+    post_bind: list[PostBindPlugin] = field(default_factory=list)
+    all: list[Plugin] = field(default_factory=list)
+
+
+class _WaitingPod:
+    def __init__(self, pod: Pod, pending: dict[str, float]) -> None:
+        self.pod = pod
+        self.pending = dict(pending)
+        self.result: asyncio.Future[Status] = asyncio.get_running_loop().create_future()
+
+    def allow(self, plugin: str) -> None:
+        self.pending.pop(plugin, None)
+        if not self.pending and not self.result.done():
+            self.result.set_result(SUCCESS)
+
+    def reject(self, plugin: str, message: str) -> None:
+        if not self.result.done():
+            self.result.set_result(Status(Code.UNSCHEDULABLE, message, plugin=plugin))
+
+
+class Framework:
+    """One scheduling profile: its name, plugins and the handle they share."""
+
+    def __init__(
+        self,
+        scheduler_name: str,
+        plugins: ProfilePlugins,
+        handle: Handle,
+        percentage_of_nodes_to_score: int | None = None,
+    ) -> None:
+        self.scheduler_name = scheduler_name
+        self.plugins = plugins
+        self.handle = handle
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self._waiting: dict[str, _WaitingPod] = {}
+        handle.framework = self
+
+    # Queueing --------------------------------------------------------------------------------
+
+    def queue_sort_less(self) -> Callable[[QueuedPodInfo, QueuedPodInfo], bool]:
+        sorter = self.plugins.queue_sort
+        if sorter is None:
+            raise ValueError(f"profile {self.scheduler_name!r} has no QueueSort plugin")
+        return sorter.less
+
+    def run_pre_enqueue(self, pod: Pod) -> Status:
+        for plugin in self.plugins.pre_enqueue:
+            status = plugin.pre_enqueue(pod)
+            if not status.is_success():
+                if not status.is_rejected():
+                    return Status.from_error(
+                        RuntimeError(f"running PreEnqueue plugin {plugin.name!r}: {status.message()}"),
+                        plugin.name,
+                    )
+                return status.with_plugin(plugin.name)
+        return SUCCESS
+
+    def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
+        """Plugin name → the cluster events that can make a pod it rejected schedulable."""
+        result: dict[str, list[ClusterEventWithHint]] = {}
+        for plugin in self.plugins.all:
+            if isinstance(plugin, EnqueueExtensions):
+                result[plugin.name] = plugin.events_to_register()
+        return result
+
+    # Filtering -----------------------------------------------------------------------------
+
+    def has_filter_plugins(self) -> bool:
+        return bool(self.plugins.filter)
+
+    def has_score_plugins(self) -> bool:
+        return bool(self.plugins.score)
+
+    def has_post_filter_plugins(self) -> bool:
+        return bool(self.plugins.post_filter)
+
+    def run_pre_filter(
+        self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status, set[str]]:
+        """Run PreFilter; returns the merged node restriction, the status and rejecting plugins."""
+        result: PreFilterResult | None = None
+        rejector: Status | None = None
+        unschedulable_plugins: set[str] = set()
+        restricting: list[str] = []
+        skip = state.skip_filter_plugins
+        for plugin in self.plugins.pre_filter:
+            plugin_result, status = plugin.pre_filter(state, pod, nodes)
+            if status.is_skip():
+                skip.add(plugin.name)
+                continue
+            if not status.is_success():
+                status = status.with_plugin(plugin.name)
+                if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    return None, status, {plugin.name}
+                if status.code == Code.UNSCHEDULABLE:
+                    if rejector is None:
+                        rejector = status
+                    unschedulable_plugins.add(plugin.name)
+                    continue
+                return None, Status.from_error(
+                    RuntimeError(f"running PreFilter plugin {plugin.name!r}: {status.message()}"),
+                    plugin.name,
+                ), set()
+            if plugin_result is not None and not plugin_result.all_nodes():
+                restricting.append(plugin.name)
+                result = plugin_result if result is None else result.merge(plugin_result)
+                if result.node_names is not None and not result.node_names:
+                    if len(restricting) > 1:
+                        message = f"node(s) didn't satisfy plugin(s) [{' '.join(restricting)}] simultaneously"
+                    else:
+                        message = f"node(s) didn't satisfy plugin {restricting[0]}"
+                    return result, Status(
+                        Code.UNSCHEDULABLE_AND_UNRESOLVABLE, message, plugin=restricting[0]
+                    ), set(restricting)
+        if rejector is not None:
+            return result, rejector, unschedulable_plugins
+        return result, SUCCESS, set()
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: NodeInfo
+    ) -> Status:
+        for plugin in self.plugins.pre_filter:
+            if plugin.name in state.skip_filter_plugins:
+                continue
+            extensions = plugin.pre_filter_extensions()
+            if extensions is None:
+                continue
+            status = extensions.add_pod(state, pod_to_schedule, pod_to_add, node_info)
+            if not status.is_success():
+                return Status.from_error(
+                    RuntimeError(f"running AddPod on PreFilter plugin {plugin.name!r}: {status.message()}"),
+                    plugin.name,
+                )
+        return SUCCESS
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: Pod, node_info: NodeInfo
+    ) -> Status:
+        for plugin in self.plugins.pre_filter:
+            if plugin.name in state.skip_filter_plugins:
+                continue
+            extensions = plugin.pre_filter_extensions()
+            if extensions is None:
+                continue
+            status = extensions.remove_pod(state, pod_to_schedule, pod_to_remove, node_info)
+            if not status.is_success():
+                return Status.from_error(
+                    RuntimeError(
+                        f"running RemovePod on PreFilter plugin {plugin.name!r}: {status.message()}"
+                    ),
+                    plugin.name,
+                )
+        return SUCCESS
+
+    def run_filter_plugins(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+        skip = state.skip_filter_plugins
+        for plugin in self.plugins.filter:
+            if skip and plugin.name in skip:
+                continue
+            status = plugin.filter(state, pod, node_info)
+            if status.code != Code.SUCCESS:
+                if not status.is_rejected():
+                    return Status(
+                        Code.ERROR,
+                        f"running {plugin.name!r} filter plugin: {status.message()}",
+                        plugin=plugin.name,
+                        error=status.error,
+                    )
+                return status.with_plugin(plugin.name)
+        return SUCCESS
+
+    def _add_nominated_pods(
+        self, state: CycleState, pod: Pod, node_info: NodeInfo
+    ) -> tuple[bool, CycleState, NodeInfo, Status]:
+        nominated = self.handle.nominator.nominated_pods_for_node(node_info.name)
+        if not nominated:
+            return False, state, node_info, SUCCESS
+        node_out: NodeInfo | None = None
+        state_out = state
+        for other in nominated:
+            if other.priority >= pod.priority and other.uid != pod.uid:
+                if node_out is None:
+                    node_out = node_info.clone()
+                    state_out = state.clone()
+                node_out.add_pod(other)
+                status = self.run_pre_filter_extension_add_pod(state_out, pod, other, node_out)
+                if not status.is_success():
+                    return False, state, node_info, status
+        if node_out is None:
+            return False, state, node_info, SUCCESS
+        return True, state_out, node_out, SUCCESS
+
+    def run_filter_plugins_with_nominated_pods(
+        self, state: CycleState, pod: Pod, node_info: NodeInfo
+    ) -> Status:
+        """Filter with higher-or-equal priority nominated pods counted, then (if any were) without."""
+        added, state_with, node_with, status = self._add_nominated_pods(state, pod, node_info)
+        if not status.is_success():
+            return status
+        status = self.run_filter_plugins(state_with, pod, node_with)
+        if not added or not status.is_success():
+            return status
+        return self.run_filter_plugins(state, pod, node_info)
+
+    def run_post_filter(
+        self, state: CycleState, pod: Pod, node_to_status: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]:
+        """Run PostFilter until one succeeds; rejection reasons are joined as upstream does."""
+        reasons: list[str] = []
+        rejector = ""
+        result: PostFilterResult | None = None
+        for plugin in self.plugins.post_filter:
+            plugin_result, status = plugin.post_filter(state, pod, node_to_status)
+            if status.is_success():
+                return plugin_result, status.with_plugin(plugin.name)
+            if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return plugin_result, status.with_plugin(plugin.name)
+            if not status.is_rejected():
+                return None, Status.from_error(
+                    RuntimeError(status.message()), plugin.name
+                ) if status.error is None else status.with_plugin(plugin.name)
+            if not rejector:
+                rejector = plugin.name
+            reasons.extend(status.reasons)
+            if plugin_result is not None:
+                result = plugin_result
+        return result, Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector)
+
+    # Scoring -----------------------------------------------------------------------------------
+
+    def run_pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
+        skip = state.skip_score_plugins
+        for plugin in self.plugins.pre_score:
+            status = plugin.pre_score(state, pod, nodes)
+            if status.is_skip():
+                skip.add(plugin.name)
+                continue
+            if not status.is_success():
+                return Status.from_error(
+                    RuntimeError(f"running PreScore plugin {plugin.name!r}: {status.message()}"),
+                    plugin.name,
+                )
+        return SUCCESS
+
+    def run_score(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[NodePluginScores], Status]:
+        totals = [NodePluginScores(n.name) for n in nodes]
+        skip = state.skip_score_plugins
+        for plugin, weight in self.plugins.score:
+            if plugin.name in skip:
+                continue
+            scores: list[NodeScore] = []
+            for node_info in nodes:
+                value, status = plugin.score(state, pod, node_info)
+                if not status.is_success():
+                    return [], Status.from_error(
+                        RuntimeError(f"running Score plugin {plugin.name!r}: {status.message()}"),
+                        plugin.name,
+                    )
+                scores.append(NodeScore(node_info.name, value))
+            extensions = plugin.score_extensions()
+            if extensions is not None:
+                status = extensions.normalize_score(state, pod, scores)
+                if not status.is_success():
+                    return [], Status.from_error(
+                        RuntimeError(f"running Normalize on Score plugins: {status.message()}"),
+                        plugin.name,
+                    )
+            name = plugin.name
+            for total, node_score in zip(totals, scores, strict=True):
+                value = node_score.score
+                if value > MAX_NODE_SCORE or value < MIN_NODE_SCORE:
+                    return [], Status.from_error(
+                        RuntimeError(
+                            f"plugin {name!r} returns an invalid score {value}, it should in the "
+                            f"range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                        ),
+                        name,
+                    )
+                weighted = value * weight
+                total.scores[name] = weighted
+                total.total += weighted
+        return totals, SUCCESS
+
+    # Reserve, permit, binding -----------------------------------------------------------------
+
+    def run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        for plugin in self.plugins.reserve:
+            status = plugin.reserve(state, pod, node_name)
+            if not status.is_success():
+                if status.is_rejected():
+                    return status.with_plugin(plugin.name)
+                return Status(
+                    Code.ERROR,
+                    f"running Reserve plugin {plugin.name!r}: {status.message()}",
+                    plugin=plugin.name,
+                    error=status.error,
+                )
+        return SUCCESS
+
+    def run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        for plugin in reversed(self.plugins.reserve):
+            plugin.unreserve(state, pod, node_name)
+
+    def run_permit(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        waits: dict[str, float] = {}
+        for plugin in self.plugins.permit:
+            status, timeout = plugin.permit(state, pod, node_name)
+            if status.is_success():
+                continue
+            if status.is_rejected():
+                return status.with_plugin(plugin.name)
+            if status.is_wait():
+                waits[plugin.name] = min(timeout, MAX_TIMEOUT_SECONDS)
+                continue
+            return Status(
+                Code.ERROR,
+                f"running Permit plugin {plugin.name!r}: {status.message()}",
+                plugin=plugin.name,
+                error=status.error,
+            )
+        if waits:
+            self._waiting[pod.uid] = _WaitingPod(pod, waits)
+            return Status(Code.WAIT, "one or more plugins prevented scheduling of the pod")
+        return SUCCESS
+
+    def get_waiting_pod(self, uid: str) -> _WaitingPod | None:
+        return self._waiting.get(uid)
+
+    def reject_waiting_pod(self, uid: str, message: str = "removed") -> bool:
+        waiting = self._waiting.get(uid)
+        if waiting is None:
+            return False
+        waiting.reject("", message)
+        return True
+
+    async def wait_on_permit(
+        self, pod: Pod, sleep: Callable[[float], Coroutine[Any, Any, None]]
+    ) -> Status:
+        waiting = self._waiting.get(pod.uid)
+        if waiting is None:
+            return SUCCESS
+        plugin, timeout = min(waiting.pending.items(), key=lambda item: item[1])
+        timer: asyncio.Future[None] = asyncio.ensure_future(sleep(timeout))
+        try:
+            pending: set[asyncio.Future[Any]] = {waiting.result, timer}
+            await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            if waiting.result.done():
+                status = waiting.result.result()
+            else:
+                status = Status(
+                    Code.UNSCHEDULABLE,
+                    f"rejected due to timeout after waiting {timeout:g}s at plugin {plugin}",
+                    plugin=plugin,
+                )
+        finally:
+            timer.cancel()
+            self._waiting.pop(pod.uid, None)
+        return status
+
+    async def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        for plugin in self.plugins.pre_bind:
+            status = await plugin.pre_bind(state, pod, node_name)
+            if status.is_skip():
+                continue
+            if not status.is_success():
+                if status.is_rejected():
+                    return status.with_plugin(plugin.name)
+                return Status(
+                    Code.ERROR,
+                    f"running PreBind plugin {plugin.name!r}: {status.message()}",
+                    plugin=plugin.name,
+                    error=status.error,
+                )
+        return SUCCESS
+
+    async def run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        if not self.plugins.bind:
+            return Status(Code.SKIP)
+        status = Status(Code.SKIP)
+        for plugin in self.plugins.bind:
+            status = await plugin.bind(state, pod, node_name)
+            if status.is_skip():
+                continue
+            if not status.is_success():
+                if status.is_rejected():
+                    return status.with_plugin(plugin.name)
+                return Status(
+                    Code.ERROR,
+                    f"running Bind plugin {plugin.name!r}: {status.message()}",
+                    plugin=plugin.name,
+                    error=status.error,
+                )
+            return status
+        return status
+
+    def run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        for plugin in self.plugins.post_bind:
+            plugin.post_bind(state, pod, node_name)

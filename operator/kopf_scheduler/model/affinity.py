@@ -1,0 +1,180 @@
+"""Pod (anti-)affinity terms and topology spread constraints, parsed once per pod.
+
+The parsed forms keep upstream's defaults: an affinity term without namespaces and without a
+namespace selector applies to the pod's own namespace; ``matchLabelKeys`` of a spread constraint
+are merged into its selector using the pod's own label values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kopf_scheduler.model.errors import InvalidObjectError
+from kopf_scheduler.model.selectors import IN, LabelSelector, Requirement
+
+DO_NOT_SCHEDULE = "DoNotSchedule"
+SCHEDULE_ANYWAY = "ScheduleAnyway"
+HONOR = "Honor"
+IGNORE = "Ignore"
+
+
+class AffinityTerm:
+    """A pod (anti-)affinity term: which pods, in which namespaces, over which topology."""
+
+    __slots__ = ("namespace_selector", "namespaces", "selector", "topology_key")
+
+    def __init__(
+        self,
+        selector: LabelSelector,
+        topology_key: str,
+        namespaces: frozenset[str],
+        namespace_selector: LabelSelector,
+    ) -> None:
+        self.selector = selector
+        self.topology_key = topology_key
+        self.namespaces = namespaces
+        self.namespace_selector = namespace_selector
+
+    @classmethod
+    def parse(cls, raw: Any, field: str, pod_namespace: str) -> AffinityTerm:
+        if not isinstance(raw, Mapping):
+            raise InvalidObjectError(field, f"expected a pod affinity term, got {raw!r}")
+        topology_key = raw.get("topologyKey")
+        if not isinstance(topology_key, str) or not topology_key:
+            raise InvalidObjectError(f"{field}.topologyKey", "can not be empty")
+        selector = LabelSelector.parse(raw.get("labelSelector"), f"{field}.labelSelector")
+        namespaces_raw = raw.get("namespaces") or []
+        if not isinstance(namespaces_raw, list) or not all(
+            isinstance(n, str) for n in namespaces_raw
+        ):
+            raise InvalidObjectError(f"{field}.namespaces", "must be a list of strings")
+        ns_selector_raw = raw.get("namespaceSelector")
+        namespace_selector = LabelSelector.parse(ns_selector_raw, f"{field}.namespaceSelector")
+        namespaces = frozenset(namespaces_raw)
+        if not namespaces and ns_selector_raw is None:
+            namespaces = frozenset({pod_namespace})
+        return cls(selector, topology_key, namespaces, namespace_selector)
+
+    def matches(
+        self, pod_namespace: str, pod_labels: Mapping[str, str], namespace_labels: Mapping[str, str]
+    ) -> bool:
+        """Whether a pod in ``pod_namespace`` with ``pod_labels`` is selected by this term."""
+        if pod_namespace in self.namespaces or self.namespace_selector.matches(namespace_labels):
+            return self.selector.matches(pod_labels)
+        return False
+
+
+class WeightedAffinityTerm:
+    __slots__ = ("term", "weight")
+
+    def __init__(self, weight: int, term: AffinityTerm) -> None:
+        self.weight = weight
+        self.term = term
+
+    @classmethod
+    def parse(cls, raw: Any, field: str, pod_namespace: str) -> WeightedAffinityTerm:
+        if not isinstance(raw, Mapping):
+            raise InvalidObjectError(field, f"expected a weighted pod affinity term, got {raw!r}")
+        weight = raw.get("weight")
+        if not isinstance(weight, int) or isinstance(weight, bool) or not 1 <= weight <= 100:
+            raise InvalidObjectError(f"{field}.weight", f"must be in the range 1-100, got {weight!r}")
+        return cls(
+            weight,
+            AffinityTerm.parse(
+                raw.get("podAffinityTerm"), f"{field}.podAffinityTerm", pod_namespace
+            ),
+        )
+
+
+def parse_terms(raw: Any, field: str, pod_namespace: str) -> tuple[AffinityTerm, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise InvalidObjectError(field, "must be a list")
+    return tuple(AffinityTerm.parse(t, f"{field}[{i}]", pod_namespace) for i, t in enumerate(raw))
+
+
+def parse_weighted_terms(raw: Any, field: str, pod_namespace: str) -> tuple[WeightedAffinityTerm, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise InvalidObjectError(field, "must be a list")
+    return tuple(
+        WeightedAffinityTerm.parse(t, f"{field}[{i}]", pod_namespace) for i, t in enumerate(raw)
+    )
+
+
+class TopologySpreadConstraint:
+    __slots__ = (
+        "max_skew",
+        "min_domains",
+        "node_affinity_policy",
+        "node_taints_policy",
+        "selector",
+        "topology_key",
+        "when_unsatisfiable",
+    )
+
+    def __init__(
+        self,
+        max_skew: int,
+        topology_key: str,
+        when_unsatisfiable: str,
+        selector: LabelSelector,
+        min_domains: int = 1,
+        node_affinity_policy: str = HONOR,
+        node_taints_policy: str = IGNORE,
+    ) -> None:
+        self.max_skew = max_skew
+        self.topology_key = topology_key
+        self.when_unsatisfiable = when_unsatisfiable
+        self.selector = selector
+        self.min_domains = min_domains
+        self.node_affinity_policy = node_affinity_policy
+        self.node_taints_policy = node_taints_policy
+
+    @classmethod
+    def parse(
+        cls, raw: Any, field: str, pod_labels: Mapping[str, str]
+    ) -> TopologySpreadConstraint:
+        if not isinstance(raw, Mapping):
+            raise InvalidObjectError(field, f"expected a topology spread constraint, got {raw!r}")
+        max_skew = raw.get("maxSkew")
+        if not isinstance(max_skew, int) or isinstance(max_skew, bool) or max_skew < 1:
+            raise InvalidObjectError(f"{field}.maxSkew", f"must be greater than zero, got {max_skew!r}")
+        topology_key = raw.get("topologyKey")
+        if not isinstance(topology_key, str) or not topology_key:
+            raise InvalidObjectError(f"{field}.topologyKey", "can not be empty")
+        when = raw.get("whenUnsatisfiable")
+        if when not in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
+            raise InvalidObjectError(
+                f"{field}.whenUnsatisfiable",
+                f"supported values: \"DoNotSchedule\", \"ScheduleAnyway\"; got {when!r}",
+            )
+        min_domains = raw.get("minDomains")
+        if min_domains is None:
+            min_domains = 1
+        elif not isinstance(min_domains, int) or isinstance(min_domains, bool) or min_domains < 1:
+            raise InvalidObjectError(f"{field}.minDomains", f"must be greater than zero, got {min_domains!r}")
+        elif when != DO_NOT_SCHEDULE:
+            raise InvalidObjectError(
+                f"{field}.minDomains", "can only use minDomains if whenUnsatisfiable=DoNotSchedule"
+            )
+        affinity_policy = raw.get("nodeAffinityPolicy") or HONOR
+        taints_policy = raw.get("nodeTaintsPolicy") or IGNORE
+        for name, value in (("nodeAffinityPolicy", affinity_policy), ("nodeTaintsPolicy", taints_policy)):
+            if value not in (HONOR, IGNORE):
+                raise InvalidObjectError(f"{field}.{name}", f"supported values: \"Honor\", \"Ignore\"; got {value!r}")
+        selector = LabelSelector.parse(raw.get("labelSelector"), f"{field}.labelSelector")
+        match_label_keys = raw.get("matchLabelKeys") or []
+        if not isinstance(match_label_keys, list):
+            raise InvalidObjectError(f"{field}.matchLabelKeys", "must be a list of strings")
+        for key in match_label_keys:
+            if key in pod_labels:
+                selector = selector.with_requirement(
+                    Requirement(key, IN, frozenset({pod_labels[key]}))
+                )
+        return cls(
+            max_skew, topology_key, when, selector, min_domains, affinity_policy, taints_policy
+        )

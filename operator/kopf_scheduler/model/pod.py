@@ -1,0 +1,294 @@
+"""A read-only, fully parsed view of a raw Pod dict.
+
+Everything the scheduler reads from a pod is parsed in the constructor, so a malformed pod fails
+once, up front, with an :class:`InvalidObjectError` that names the field; the scheduling loop then
+reports that error on the pod instead of tripping over it inside a plugin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from kopf_scheduler.model.affinity import (
+    AffinityTerm,
+    TopologySpreadConstraint,
+    WeightedAffinityTerm,
+    parse_terms,
+    parse_weighted_terms,
+)
+from kopf_scheduler.model.errors import InvalidObjectError
+from kopf_scheduler.model.resources import Resource, pod_requests
+from kopf_scheduler.model.selectors import NodeSelector, PreferredSchedulingTerm, parse_string_map
+from kopf_scheduler.model.taints import Toleration
+from kopf_scheduler.model.timeutil import parse_timestamp
+
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
+PREEMPT_NEVER = "Never"
+DISRUPTION_TARGET = "DisruptionTarget"
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+
+
+class HostPort(NamedTuple):
+    ip: str
+    protocol: str
+    port: int
+
+
+def _int_field(value: Any, field: str, default: int | None) -> int | None:
+    if value is None:
+        return default
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidObjectError(field, f"must be an integer, got {value!r}")
+    return value
+
+
+class Pod:
+    """A pod as the scheduler sees it. ``raw`` is the original dict, never modified."""
+
+    __slots__ = (
+        "affinity_preferred",
+        "anti_affinity_preferred",
+        "anti_affinity_required",
+        "conditions",
+        "deletion_timestamp",
+        "host_ports",
+        "images",
+        "key",
+        "labels",
+        "name",
+        "namespace",
+        "node_affinity_preferred",
+        "node_affinity_required",
+        "node_name",
+        "node_selector",
+        "nominated_node_name",
+        "non_zero_requests",
+        "phase",
+        "pod_affinity_required",
+        "preemption_policy",
+        "priority",
+        "priority_class_name",
+        "raw",
+        "requests",
+        "resource_version",
+        "scheduler_name",
+        "scheduling_gates",
+        "start_time",
+        "termination_grace_period",
+        "tolerations",
+        "topology_spread_constraints",
+        "uid",
+    )
+
+    def __init__(self, raw: Mapping[str, Any]) -> None:
+        if not isinstance(raw, Mapping):
+            raise InvalidObjectError("", f"a pod must be an object, got {raw!r}")
+        self.raw = raw
+        metadata = raw.get("metadata") or {}
+        spec = raw.get("spec") or {}
+        status = raw.get("status") or {}
+        if not isinstance(metadata, Mapping) or not isinstance(spec, Mapping):
+            raise InvalidObjectError("metadata", "metadata and spec must be objects")
+        if not isinstance(status, Mapping):
+            raise InvalidObjectError("status", "must be an object")
+
+        name = metadata.get("name")
+        if not isinstance(name, str) or not name:
+            raise InvalidObjectError("metadata.name", "must be a non-empty string")
+        self.name: str = name
+        self.namespace: str = metadata.get("namespace") or "default"
+        self.key = f"{self.namespace}/{self.name}"
+        self.uid: str = metadata.get("uid") or self.key
+        self.resource_version: str = metadata.get("resourceVersion") or ""
+        self.labels = parse_string_map(metadata.get("labels"), "metadata.labels")
+        self.deletion_timestamp = parse_timestamp(
+            metadata.get("deletionTimestamp"), "metadata.deletionTimestamp"
+        )
+
+        self.node_name: str = spec.get("nodeName") or ""
+        self.scheduler_name: str = spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME
+        priority = _int_field(spec.get("priority"), "spec.priority", 0)
+        assert priority is not None
+        self.priority: int = priority
+        self.priority_class_name: str = spec.get("priorityClassName") or ""
+        policy = spec.get("preemptionPolicy") or PREEMPT_LOWER_PRIORITY
+        if policy not in (PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER):
+            raise InvalidObjectError(
+                "spec.preemptionPolicy",
+                f'supported values: "Never", "PreemptLowerPriority"; got {policy!r}',
+            )
+        self.preemption_policy: str = policy
+        self.termination_grace_period = _int_field(
+            spec.get("terminationGracePeriodSeconds"), "spec.terminationGracePeriodSeconds", 30
+        )
+        self.node_selector = parse_string_map(spec.get("nodeSelector"), "spec.nodeSelector")
+
+        tolerations_raw = spec.get("tolerations") or []
+        if not isinstance(tolerations_raw, list):
+            raise InvalidObjectError("spec.tolerations", "must be a list")
+        self.tolerations = tuple(
+            Toleration.parse(t, f"spec.tolerations[{i}]") for i, t in enumerate(tolerations_raw)
+        )
+
+        containers = spec.get("containers") or []
+        if not isinstance(containers, list):
+            raise InvalidObjectError("spec.containers", "must be a list")
+        init_containers = spec.get("initContainers") or []
+        if not isinstance(init_containers, list):
+            raise InvalidObjectError("spec.initContainers", "must be a list")
+        for index, container in enumerate(containers):
+            if not isinstance(container, Mapping):
+                raise InvalidObjectError(f"spec.containers[{index}]", "must be an object")
+        for index, container in enumerate(init_containers):
+            if not isinstance(container, Mapping):
+                raise InvalidObjectError(f"spec.initContainers[{index}]", "must be an object")
+        self.requests: Resource = pod_requests(spec)
+        self.non_zero_requests: Resource = pod_requests(spec, non_zero=True)
+        self.host_ports = _host_ports(containers, init_containers)
+        self.images: tuple[str, ...] = tuple(
+            c["image"] for c in containers if isinstance(c.get("image"), str) and c["image"]
+        )
+
+        self._parse_affinity(spec.get("affinity"))
+        spread_raw = spec.get("topologySpreadConstraints") or []
+        if not isinstance(spread_raw, list):
+            raise InvalidObjectError("spec.topologySpreadConstraints", "must be a list")
+        self.topology_spread_constraints = tuple(
+            TopologySpreadConstraint.parse(c, f"spec.topologySpreadConstraints[{i}]", self.labels)
+            for i, c in enumerate(spread_raw)
+        )
+        gates = spec.get("schedulingGates") or []
+        if not isinstance(gates, list):
+            raise InvalidObjectError("spec.schedulingGates", "must be a list")
+        self.scheduling_gates: tuple[str, ...] = tuple(
+            g.get("name", "") if isinstance(g, Mapping) else str(g) for g in gates
+        )
+
+        self.nominated_node_name: str = status.get("nominatedNodeName") or ""
+        self.start_time = parse_timestamp(status.get("startTime"), "status.startTime")
+        self.phase: str = status.get("phase") or ""
+        conditions = status.get("conditions") or []
+        self.conditions: tuple[Mapping[str, Any], ...] = tuple(
+            c for c in conditions if isinstance(c, Mapping)
+        )
+
+    def _parse_affinity(self, affinity: Any) -> None:
+        affinity = affinity or {}
+        if not isinstance(affinity, Mapping):
+            raise InvalidObjectError("spec.affinity", "must be an object")
+        node_affinity = affinity.get("nodeAffinity") or {}
+        pod_affinity = affinity.get("podAffinity") or {}
+        pod_anti_affinity = affinity.get("podAntiAffinity") or {}
+        for name, part in (
+            ("nodeAffinity", node_affinity),
+            ("podAffinity", pod_affinity),
+            ("podAntiAffinity", pod_anti_affinity),
+        ):
+            if not isinstance(part, Mapping):
+                raise InvalidObjectError(f"spec.affinity.{name}", "must be an object")
+        required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+        field = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+        self.node_affinity_required: NodeSelector | None = (
+            NodeSelector.parse(required, field) if required is not None else None
+        )
+        preferred = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or []
+        field = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+        if not isinstance(preferred, list):
+            raise InvalidObjectError(field, "must be a list")
+        self.node_affinity_preferred: tuple[PreferredSchedulingTerm, ...] = tuple(
+            PreferredSchedulingTerm.parse(t, f"{field}[{i}]") for i, t in enumerate(preferred)
+        )
+        ns = self.namespace
+        base = "spec.affinity.podAffinity"
+        self.pod_affinity_required: tuple[AffinityTerm, ...] = parse_terms(
+            pod_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"),
+            f"{base}.requiredDuringSchedulingIgnoredDuringExecution",
+            ns,
+        )
+        self.affinity_preferred: tuple[WeightedAffinityTerm, ...] = parse_weighted_terms(
+            pod_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"),
+            f"{base}.preferredDuringSchedulingIgnoredDuringExecution",
+            ns,
+        )
+        base = "spec.affinity.podAntiAffinity"
+        self.anti_affinity_required: tuple[AffinityTerm, ...] = parse_terms(
+            pod_anti_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"),
+            f"{base}.requiredDuringSchedulingIgnoredDuringExecution",
+            ns,
+        )
+        self.anti_affinity_preferred: tuple[WeightedAffinityTerm, ...] = parse_weighted_terms(
+            pod_anti_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"),
+            f"{base}.preferredDuringSchedulingIgnoredDuringExecution",
+            ns,
+        )
+
+    @property
+    def is_assigned(self) -> bool:
+        return bool(self.node_name)
+
+    @property
+    def is_terminating(self) -> bool:
+        return self.deletion_timestamp is not None
+
+    @property
+    def has_affinity_terms(self) -> bool:
+        return bool(
+            self.pod_affinity_required
+            or self.affinity_preferred
+            or self.anti_affinity_required
+            or self.anti_affinity_preferred
+        )
+
+    @property
+    def has_required_anti_affinity(self) -> bool:
+        return bool(self.anti_affinity_required)
+
+    def condition(self, condition_type: str) -> Mapping[str, Any] | None:
+        for condition in self.conditions:
+            if condition.get("type") == condition_type:
+                return condition
+        return None
+
+    @property
+    def is_preempted_by_scheduler(self) -> bool:
+        """Terminating because a scheduler preempted it (DisruptionTarget/PreemptionByScheduler)."""
+        if self.deletion_timestamp is None:
+            return False
+        condition = self.condition(DISRUPTION_TARGET)
+        return (
+            condition is not None
+            and condition.get("status") == "True"
+            and condition.get("reason") == PREEMPTION_BY_SCHEDULER
+        )
+
+    def __repr__(self) -> str:
+        return f"Pod({self.key}, node={self.node_name!r}, priority={self.priority})"
+
+
+def _host_ports(containers: list[Any], init_containers: list[Any]) -> tuple[HostPort, ...]:
+    ports: list[HostPort] = []
+    for group, items in (("containers", containers), ("initContainers", init_containers)):
+        for index, container in enumerate(items):
+            if group == "initContainers" and container.get("restartPolicy") != "Always":
+                continue
+            for port_index, port in enumerate(container.get("ports") or []):
+                field = f"spec.{group}[{index}].ports[{port_index}]"
+                if not isinstance(port, Mapping):
+                    raise InvalidObjectError(field, "must be an object")
+                host_port = _int_field(port.get("hostPort"), f"{field}.hostPort", 0)
+                if not host_port:
+                    continue
+                if not 0 < host_port < 65536:
+                    raise InvalidObjectError(f"{field}.hostPort", f"must be between 1 and 65535, got {host_port}")
+                ports.append(
+                    HostPort(port.get("hostIP") or "0.0.0.0", port.get("protocol") or "TCP", host_port)
+                )
+    return tuple(ports)
+
+
+def pod_key(raw: Mapping[str, Any]) -> str:
+    """``namespace/name`` of a raw pod without parsing the rest of it."""
+    metadata = raw.get("metadata") or {}
+    return f"{metadata.get('namespace') or 'default'}/{metadata.get('name', '')}"

@@ -1,0 +1,65 @@
+"""NodeUnschedulable: keep pods off cordoned nodes unless they tolerate the unschedulable taint."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from kopf_scheduler.cache.node_info import NodeInfo
+from kopf_scheduler.framework.args import ensure_mapping, reject_unknown
+from kopf_scheduler.framework.cycle_state import CycleState
+from kopf_scheduler.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
+from kopf_scheduler.framework.handle import Handle
+from kopf_scheduler.framework.status import SUCCESS, Code, Status
+from kopf_scheduler.model.node import Node
+from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.model.taints import NO_SCHEDULE, Taint, tolerations_tolerate
+
+NAME = "NodeUnschedulable"
+REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+REASON_UNKNOWN_CONDITION = "node(s) had unknown conditions"
+UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", NO_SCHEDULE)
+
+
+def _is_schedulable_after_node_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    if not isinstance(new, Node):
+        return QueueingHint.QUEUE
+    if not new.unschedulable:
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
+
+
+class NodeUnschedulable:
+    name: ClassVar[str] = NAME
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+        node = node_info.node
+        if node is None:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON_UNKNOWN_CONDITION)
+        if not node.unschedulable:
+            return SUCCESS
+        if tolerations_tolerate(pod.tolerations, UNSCHEDULABLE_TAINT):
+            return SUCCESS
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON_UNSCHEDULABLE)
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
+                _is_schedulable_after_node_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.UNSCHEDULED_POD, ActionType.UPDATE_POD_TOLERATIONS)
+            ),
+        ]
+
+
+def new(args: Mapping[str, Any] | None, handle: Handle) -> NodeUnschedulable:
+    reject_unknown(ensure_mapping(args), set())
+    return NodeUnschedulable()

@@ -1,0 +1,119 @@
+"""The outside world as the scheduling core sees it: Protocols for time, API writes and metrics.
+
+The operator implements them with kubernetes-asyncio (``k8s/``), the simulator in memory
+(``sim/``); tests use small fakes. Nothing here names a Kubernetes client library, so the same
+scheduling path runs in a cluster, in simulation, in tests and in benchmarks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from kopf_scheduler.model.pod import Pod
+
+
+class Clock(Protocol):
+    """Wall time in seconds and a way to wait; the simulator's runs virtually."""
+
+    def now(self) -> float: ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+
+class ApiError(Exception):
+    """A failed API request, already stripped of the client library's types."""
+
+    def __init__(self, status: int, reason: str = "", message: str = "") -> None:
+        super().__init__(f"{status} {reason}: {message}" if message else f"{status} {reason}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+
+
+class NotFoundError(ApiError):
+    def __init__(self, message: str = "") -> None:
+        super().__init__(404, "NotFound", message)
+
+
+class ConflictError(ApiError):
+    def __init__(self, message: str = "") -> None:
+        super().__init__(409, "Conflict", message)
+
+
+@dataclass
+class PodStatusPatch:
+    """A change to ``pod.status``: conditions merged by type, and optionally the nomination.
+
+    ``nominated_node_name`` is written only when ``set_nominated_node_name`` is true; an empty
+    name then clears it.
+    """
+
+    conditions: list[dict[str, Any]] = field(default_factory=list)
+    nominated_node_name: str = ""
+    set_nominated_node_name: bool = False
+
+    def body(self) -> dict[str, Any]:
+        """The strategic-merge-patch body for ``pods/status``."""
+        status: dict[str, Any] = {}
+        if self.conditions:
+            status["conditions"] = self.conditions
+        if self.set_nominated_node_name:
+            status["nominatedNodeName"] = self.nominated_node_name or None
+        return {"status": status}
+
+
+class Binder(Protocol):
+    async def bind(self, pod: Pod, node_name: str) -> None:
+        """Create the Binding; a 409 for the same node counts as done (raise otherwise)."""
+
+
+class PodStatusWriter(Protocol):
+    async def patch_status(self, pod: Pod, patch: PodStatusPatch) -> None: ...
+
+
+class PodDeleter(Protocol):
+    async def delete_pod(self, pod: Pod) -> None:
+        """Delete with a UID precondition and the pod's own grace period; NotFound is success."""
+
+
+@dataclass(frozen=True)
+class Event:
+    """An events.k8s.io/v1 Event about a pod, as ``kubectl describe`` shows it."""
+
+    regarding: Pod
+    type: str
+    reason: str
+    action: str
+    note: str
+    reporting_controller: str
+    related: Pod | None = None
+
+
+class EventRecorder(Protocol):
+    def record(self, event: Event) -> None:
+        """Queue the event for posting; never blocks the scheduling loop."""
+
+
+class Metrics(Protocol):
+    """Upstream-named metrics; label values are passed as a mapping."""
+
+    def inc(self, name: str, labels: Mapping[str, str] | None = None, value: float = 1) -> None: ...
+
+    def observe(self, name: str, value: float, labels: Mapping[str, str] | None = None) -> None: ...
+
+    def set(self, name: str, value: float, labels: Mapping[str, str] | None = None) -> None: ...
+
+
+class NullMetrics:
+    """Metrics that go nowhere (tests, simulation without a registry)."""
+
+    def inc(self, name: str, labels: Mapping[str, str] | None = None, value: float = 1) -> None:
+        return None
+
+    def observe(self, name: str, value: float, labels: Mapping[str, str] | None = None) -> None:
+        return None
+
+    def set(self, name: str, value: float, labels: Mapping[str, str] | None = None) -> None:
+        return None
