@@ -22,6 +22,35 @@ class Clock(Protocol):
     async def sleep(self, seconds: float) -> None: ...
 
 
+class PodRef(Protocol):
+    """What API writes need to name a pod; :class:`Pod` views and :class:`ObjectRef` both fit."""
+
+    @property
+    def namespace(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def uid(self) -> str: ...
+
+    @property
+    def key(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """A pod named without a parsed view (e.g. one too malformed to parse)."""
+
+    namespace: str
+    name: str
+    uid: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
 class ApiError(Exception):
     """A failed API request, already stripped of the client library's types."""
 
@@ -70,7 +99,7 @@ class Binder(Protocol):
 
 
 class PodStatusWriter(Protocol):
-    async def patch_status(self, pod: Pod, patch: PodStatusPatch) -> None: ...
+    async def patch_status(self, pod: PodRef, patch: PodStatusPatch) -> None: ...
 
 
 class PodDeleter(Protocol):
@@ -82,13 +111,13 @@ class PodDeleter(Protocol):
 class Event:
     """An events.k8s.io/v1 Event about a pod, as ``kubectl describe`` shows it."""
 
-    regarding: Pod
+    regarding: PodRef
     type: str
     reason: str
     action: str
     note: str
     reporting_controller: str
-    related: Pod | None = None
+    related: PodRef | None = None
 
 
 class EventRecorder(Protocol):

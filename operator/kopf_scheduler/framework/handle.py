@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from kopf_scheduler.framework.runtime import Framework
     from kopf_scheduler.framework.types import NominatingInfo
     from kopf_scheduler.model.pod import Pod
-    from kopf_scheduler.ports import EventRecorder, PodDeleter, PodStatusWriter
+    from kopf_scheduler.ports import Binder, EventRecorder, PodDeleter, PodStatusWriter
 
 
 class PodNominator(Protocol):
@@ -65,6 +65,7 @@ class Handle:
         """Look a pod up by ``namespace/name`` in the watch cache (the informer's lister)."""
         self.activate: Callable[[list[Pod]], None] = lambda pods: None
         """Move pods straight to the active queue (they are waiting for something that ended)."""
+        self.binder: Binder | None = None
         self.status_writer: PodStatusWriter | None = None
         self.pod_deleter: PodDeleter | None = None
         self.event_recorder: EventRecorder | None = None

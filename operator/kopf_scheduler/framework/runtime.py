@@ -144,11 +144,15 @@ class Framework:
     def run_pre_filter(
         self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status, set[str]]:
-        """Run PreFilter; returns the merged node restriction, the status and rejecting plugins."""
+        """Run PreFilter. Returns the merged node restriction, the status, and the plugins that
+        restricted the node set (or rejected the pod).
+
+        An UnschedulableAndUnresolvable status stops at once; an Unschedulable one lets the
+        remaining PreFilters run (preemption needs their state) and the last such status wins.
+        """
         result: PreFilterResult | None = None
         rejector: Status | None = None
-        unschedulable_plugins: set[str] = set()
-        restricting: list[str] = []
+        plugins_with_nodes: set[str] = set()
         skip = state.skip_filter_plugins
         for plugin in self.plugins.pre_filter:
             plugin_result, status = plugin.pre_filter(state, pod, nodes)
@@ -158,30 +162,27 @@ class Framework:
             if not status.is_success():
                 status = status.with_plugin(plugin.name)
                 if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                    return None, status, {plugin.name}
+                    return None, status, set()
                 if status.code == Code.UNSCHEDULABLE:
-                    if rejector is None:
-                        rejector = status
-                    unschedulable_plugins.add(plugin.name)
+                    rejector = status
                     continue
-                return None, Status.from_error(
-                    RuntimeError(f"running PreFilter plugin {plugin.name!r}: {status.message()}"),
-                    plugin.name,
-                ), set()
-            if plugin_result is not None and not plugin_result.all_nodes():
-                restricting.append(plugin.name)
-                result = plugin_result if result is None else result.merge(plugin_result)
-                if result.node_names is not None and not result.node_names:
-                    if len(restricting) > 1:
-                        message = f"node(s) didn't satisfy plugin(s) [{' '.join(restricting)}] simultaneously"
-                    else:
-                        message = f"node(s) didn't satisfy plugin {restricting[0]}"
-                    return result, Status(
-                        Code.UNSCHEDULABLE_AND_UNRESOLVABLE, message, plugin=restricting[0]
-                    ), set(restricting)
+                error = RuntimeError(f"running PreFilter plugin {plugin.name!r}: {status.message()}")
+                return None, Status.from_error(error, plugin.name), set()
+            if plugin_result is None or plugin_result.all_nodes():
+                continue
+            plugins_with_nodes.add(plugin.name)
+            result = plugin_result if result is None else result.merge(plugin_result)
+            if result.node_names is not None and not result.node_names:
+                names = sorted(plugins_with_nodes)
+                if len(names) == 1:
+                    message = f"node(s) didn't satisfy plugin {names[0]}"
+                else:
+                    message = f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously"
+                status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, message)
+                return result, status, plugins_with_nodes
         if rejector is not None:
-            return result, rejector, unschedulable_plugins
-        return result, SUCCESS, set()
+            return result, rejector, plugins_with_nodes
+        return result, SUCCESS, plugins_with_nodes
 
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: NodeInfo

@@ -174,6 +174,17 @@ class Pod:
             c for c in conditions if isinstance(c, Mapping)
         )
 
+    def assigned_to(self, node_name: str) -> Pod:
+        """A copy of this view with ``spec.nodeName`` set (the scheduler's assumed pod).
+
+        ``raw`` is shared with the original; only the parsed ``node_name`` differs.
+        """
+        clone = object.__new__(Pod)
+        for slot in Pod.__slots__:
+            object.__setattr__(clone, slot, getattr(self, slot))
+        clone.node_name = node_name
+        return clone
+
     def _parse_affinity(self, affinity: Any) -> None:
         affinity = affinity or {}
         if not isinstance(affinity, Mapping):

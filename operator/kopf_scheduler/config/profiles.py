@@ -1,0 +1,175 @@
+"""Turn a profile's plugin configuration into the ordered plugin instances of each extension point.
+
+The merge follows upstream v1: defaults live in ``multiPoint``; the user's ``multiPoint`` list
+disables (``"*"`` for all) or adds defaults, keeping default positions for re-weighted plugins;
+for each extension point, plugins named explicitly there come first when they override a
+multiPoint plugin, then the remaining multiPoint plugins that implement the point, then the other
+explicit ones. Every plugin is instantiated once and shared by all points it serves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kopf_scheduler.config.errors import ConfigError
+from kopf_scheduler.config.types import PluginRef, PluginSet, Profile, SchedulerConfig
+from kopf_scheduler.framework.args import InvalidArgsError
+from kopf_scheduler.framework.handle import Handle
+from kopf_scheduler.framework.interfaces import EXTENSION_POINTS, Plugin
+from kopf_scheduler.framework.runtime import ProfilePlugins
+from kopf_scheduler.model.errors import InvalidObjectError
+from kopf_scheduler.plugins import registry
+
+
+
+def _merge_multi_point(user: PluginSet | None) -> list[PluginRef]:
+    defaults = [PluginRef(name, weight) for name, weight in registry.DEFAULT_MULTI_POINT]
+    if user is None:
+        return defaults
+    disabled = {ref.name for ref in user.disabled}
+    merged = [] if "*" in disabled else [ref for ref in defaults if ref.name not in disabled]
+    for ref in user.enabled:
+        for index, existing in enumerate(merged):
+            if existing.name == ref.name:
+                merged[index] = PluginRef(ref.name, ref.weight or existing.weight)
+                break
+        else:
+            merged.append(ref)
+    return merged
+
+
+def _profile_field(index: int, rest: str) -> str:
+    return f"profiles[{index}].{rest}"
+
+
+def _instantiate(
+    profile: Profile, index: int, names: list[str], handle: Handle
+) -> dict[str, Plugin]:
+    instances: dict[str, Plugin] = {}
+    known = set(registry.plugin_names())
+    for name in profile.plugin_config:
+        if name not in known:
+            position = list(profile.plugin_config).index(name)
+            raise ConfigError(
+                _profile_field(index, f"pluginConfig[{position}].name"),
+                f"unknown plugin {name!r}",
+            )
+    for name in names:
+        if name in instances:
+            continue
+        if name not in known:
+            hint = (
+                " (volume and dynamic-resource plugins are not supported)"
+                if name in registry.UNSUPPORTED_UPSTREAM_PLUGINS
+                else ""
+            )
+            raise ConfigError(_profile_field(index, "plugins"), f"unknown plugin {name!r}{hint}")
+        args: Mapping[str, Any] | None = profile.plugin_config.get(name)
+        try:
+            instances[name] = registry.factory(name)(args, handle)
+        except (InvalidArgsError, InvalidObjectError) as error:
+            position = list(profile.plugin_config).index(name) if name in profile.plugin_config else 0
+            raise ConfigError(
+                _profile_field(index, f"pluginConfig[{position}].args.{error.field}"),
+                error.reason,
+            ) from None
+    return instances
+
+
+def build_profile_plugins(profile: Profile, handle: Handle, index: int = 0) -> ProfilePlugins:
+    """Instantiate and order the plugins of ``profile``; raise ConfigError on any problem."""
+    multi_point = _merge_multi_point(profile.plugins.get("multiPoint"))
+    referenced = [ref.name for ref in multi_point]
+    for point, plugin_set in profile.plugins.items():
+        if point != "multiPoint":
+            referenced.extend(ref.name for ref in plugin_set.enabled)
+    instances = _instantiate(profile, index, referenced, handle)
+    multi_weights = {ref.name: ref.weight for ref in multi_point}
+
+    result = ProfilePlugins()
+    result.all = list(instances.values())
+    for point, protocol in EXTENSION_POINTS.items():
+        specific = profile.plugins.get(point, PluginSet())
+        disabled = {ref.name for ref in specific.disabled}
+        explicit = [ref for ref in specific.enabled]
+        for ref in explicit:
+            if not isinstance(instances[ref.name], protocol):
+                raise ConfigError(
+                    _profile_field(index, f"plugins.{point}.enabled"),
+                    f"plugin {ref.name!r} does not extend the {point} extension point",
+                )
+        explicit_names = [ref.name for ref in explicit]
+        if len(set(explicit_names)) != len(explicit_names):
+            raise ConfigError(
+                _profile_field(index, f"plugins.{point}.enabled"), "a plugin is listed twice"
+            )
+        ordered: list[PluginRef]
+        if "*" in disabled:
+            ordered = explicit
+        else:
+            overrides: list[str] = []
+            from_multi: list[PluginRef] = []
+            for ref in multi_point:
+                if not isinstance(instances[ref.name], protocol) or ref.name in disabled:
+                    continue
+                if ref.name in explicit_names:
+                    overrides.append(ref.name)
+                    continue
+                from_multi.append(ref)
+            ordered = [r for r in explicit if r.name in overrides]
+            ordered += from_multi
+            ordered += [r for r in explicit if r.name not in overrides]
+        _assign(result, point, ordered, instances, multi_weights)
+
+    if result.queue_sort is None:
+        raise ConfigError(_profile_field(index, "plugins.queueSort"), "no queue sort plugin is enabled")
+    if not result.bind:
+        raise ConfigError(_profile_field(index, "plugins.bind"), "at least one bind plugin is needed")
+    return result
+
+
+def _assign(
+    result: ProfilePlugins,
+    point: str,
+    refs: list[PluginRef],
+    instances: dict[str, Plugin],
+    multi_weights: dict[str, int],
+) -> None:
+    plugins: list[Any] = [instances[ref.name] for ref in refs]
+    if point == "queueSort":
+        if len(plugins) > 1:
+            raise ConfigError("plugins.queueSort", "only one queue sort plugin can be enabled")
+        result.queue_sort = plugins[0] if plugins else None
+    elif point == "score":
+        result.score = [
+            (instances[ref.name], ref.weight or multi_weights.get(ref.name) or 1)  # type: ignore[misc]
+            for ref in refs
+        ]
+    elif point in _FIELD:
+        setattr(result, _FIELD[point], plugins)
+
+
+_FIELD = {
+    "preEnqueue": "pre_enqueue",
+    "preFilter": "pre_filter",
+    "filter": "filter",
+    "postFilter": "post_filter",
+    "preScore": "pre_score",
+    "reserve": "reserve",
+    "permit": "permit",
+    "preBind": "pre_bind",
+    "bind": "bind",
+    "postBind": "post_bind",
+}
+
+
+def validate_profiles(config: SchedulerConfig) -> None:
+    """Build every profile once with a throwaway handle; all profiles must share QueueSort."""
+    queue_sorts: set[str] = set()
+    for index, profile in enumerate(config.profiles):
+        plugins = build_profile_plugins(profile, Handle(scheduler_name=profile.scheduler_name), index)
+        if plugins.queue_sort is not None:
+            queue_sorts.add(plugins.queue_sort.name)
+    if len(queue_sorts) > 1:
+        raise ConfigError("profiles", "all profiles must use the same queueSort plugin")

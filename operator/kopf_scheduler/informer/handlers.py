@@ -1,0 +1,304 @@
+"""Route watch events to the cache and the queue, as kube-scheduler's event handlers do.
+
+- Assigned pods (``spec.nodeName`` set, not terminal) live in the cache; their changes are
+  cluster events that may make pending pods schedulable.
+- Unassigned pods whose ``schedulerName`` names one of our profiles live in the queue; others are
+  only remembered (preemption and failure handling look pods up by name).
+- Terminal pods (Succeeded/Failed) are treated as gone, as upstream's informer excludes them.
+- A pod too malformed to parse is reported on the pod (event and condition) and kept aside
+  until it is fixed or deleted; nothing else stops.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kopf_scheduler.framework.events import (
+    ASSIGNED_POD_DELETE,
+    NODE_ADD,
+    NODE_DELETE,
+    ActionType,
+    ClusterEvent,
+    EventResource,
+)
+from kopf_scheduler.informer.store import Store
+from kopf_scheduler.model.errors import InvalidObjectError
+from kopf_scheduler.model.node import Node
+from kopf_scheduler.model.pdb import PodDisruptionBudget
+from kopf_scheduler.model.pod import Pod, pod_key
+from kopf_scheduler.model.priority_class import PriorityClass
+from kopf_scheduler.scheduler.loop import Scheduler
+
+logger = logging.getLogger("kopf_scheduler.informer")
+
+ADDED = "ADDED"
+MODIFIED = "MODIFIED"
+DELETED = "DELETED"
+
+_NODE_UPDATE_LABELS = {
+    ActionType.UPDATE_NODE_ALLOCATABLE: "NodeAllocatableChange",
+    ActionType.UPDATE_NODE_LABEL: "NodeLabelChange",
+    ActionType.UPDATE_NODE_TAINT: "NodeTaintChange",
+    ActionType.UPDATE_NODE_CONDITION: "NodeConditionChange",
+    ActionType.UPDATE_NODE_ANNOTATION: "NodeAnnotationChange",
+}
+
+InvalidPodReporter = Callable[[Mapping[str, Any], str, InvalidObjectError], None]
+"""``report(raw_pod, scheduler_name, error)``: tell the user why the pod cannot be scheduled."""
+
+
+def node_update_events(old: Node, new: Node) -> list[ClusterEvent]:
+    """The node events an update amounts to (upstream ``NodeSchedulingPropertiesChange``)."""
+    actions: list[ActionType] = []
+    if old.unschedulable != new.unschedulable:
+        actions.append(ActionType.UPDATE_NODE_TAINT)
+    if old.allocatable != new.allocatable:
+        actions.append(ActionType.UPDATE_NODE_ALLOCATABLE)
+    if old.labels != new.labels:
+        actions.append(ActionType.UPDATE_NODE_LABEL)
+    if [repr(t) for t in old.taints] != [repr(t) for t in new.taints] and (
+        ActionType.UPDATE_NODE_TAINT not in actions
+    ):
+        actions.append(ActionType.UPDATE_NODE_TAINT)
+    old_conditions = (old.raw.get("status") or {}).get("conditions")
+    new_conditions = (new.raw.get("status") or {}).get("conditions")
+    if _condition_statuses(old_conditions) != _condition_statuses(new_conditions):
+        actions.append(ActionType.UPDATE_NODE_CONDITION)
+    old_annotations = (old.raw.get("metadata") or {}).get("annotations") or {}
+    new_annotations = (new.raw.get("metadata") or {}).get("annotations") or {}
+    if old_annotations != new_annotations:
+        actions.append(ActionType.UPDATE_NODE_ANNOTATION)
+    return [
+        ClusterEvent(EventResource.NODE, action, _NODE_UPDATE_LABELS[action]) for action in actions
+    ]
+
+
+def _condition_statuses(conditions: Any) -> dict[str, str]:
+    if not isinstance(conditions, list):
+        return {}
+    return {
+        c.get("type", ""): c.get("status", "") for c in conditions if isinstance(c, Mapping)
+    }
+
+
+def invalid_pod_message(error: InvalidObjectError) -> str:
+    """The PodScheduled message and event note for a pod that cannot be parsed."""
+    return f"invalid pod: {error}"
+
+
+def _already_reported(raw: Mapping[str, Any], message: str) -> bool:
+    for condition in (raw.get("status") or {}).get("conditions") or []:
+        if (
+            isinstance(condition, Mapping)
+            and condition.get("type") == "PodScheduled"
+            and condition.get("status") == "False"
+            and condition.get("message") == message
+        ):
+            return True
+    return False
+
+
+def _is_terminal(raw: Mapping[str, Any]) -> bool:
+    return (raw.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+class EventHandlers:
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        store: Store,
+        report_invalid_pod: InvalidPodReporter | None = None,
+    ) -> None:
+        self.scheduler = scheduler
+        self.store = store
+        self.report_invalid_pod = report_invalid_pod
+        self._nodes: dict[str, Node] = {}
+
+    # Nodes -------------------------------------------------------------------------------------
+
+    def on_node(self, event_type: str, raw: Mapping[str, Any]) -> None:
+        name = (raw.get("metadata") or {}).get("name", "")
+        cache = self.scheduler.cache
+        queue = self.scheduler.queue
+        if event_type == DELETED:
+            self._nodes.pop(name, None)
+            cache.remove_node(name)
+            queue.move_all_to_active_or_backoff_queue(NODE_DELETE, None, None)
+            return
+        try:
+            node = Node(raw)
+        except InvalidObjectError as error:
+            logger.error("ignoring malformed node %s: %s", name, error)
+            self._nodes.pop(name, None)
+            cache.remove_node(name)
+            return
+        old = self._nodes.get(name)
+        self._nodes[name] = node
+        cache.add_node(node)
+        if old is None:
+            queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, node)
+            return
+        for event in node_update_events(old, node):
+            queue.move_all_to_active_or_backoff_queue(event, old, node)
+
+    def get_node(self, name: str) -> Node | None:
+        return self._nodes.get(name)
+
+    # Namespaces, PDBs, priority classes ----------------------------------------------------------
+
+    def on_namespace(self, event_type: str, raw: Mapping[str, Any]) -> None:
+        metadata = raw.get("metadata") or {}
+        name = metadata.get("name", "")
+        if event_type == DELETED:
+            self.scheduler.cache.remove_namespace(name)
+        else:
+            labels = metadata.get("labels") or {}
+            self.scheduler.cache.set_namespace(name, labels if isinstance(labels, Mapping) else {})
+
+    def on_pdb(self, event_type: str, raw: Mapping[str, Any]) -> None:
+        metadata = raw.get("metadata") or {}
+        key = f"{metadata.get('namespace') or 'default'}/{metadata.get('name', '')}"
+        if event_type == DELETED:
+            self.store.pdbs.pop(key, None)
+            return
+        try:
+            self.store.pdbs[key] = PodDisruptionBudget(raw)
+        except InvalidObjectError as error:
+            logger.error("ignoring malformed PodDisruptionBudget %s: %s", key, error)
+            self.store.pdbs.pop(key, None)
+
+    def on_priority_class(self, event_type: str, raw: Mapping[str, Any]) -> None:
+        name = (raw.get("metadata") or {}).get("name", "")
+        if event_type == DELETED:
+            self.store.priority_classes.pop(name, None)
+            return
+        try:
+            self.store.priority_classes[name] = PriorityClass(raw)
+        except InvalidObjectError as error:
+            logger.error("ignoring malformed PriorityClass %s: %s", name, error)
+
+    # Pods ----------------------------------------------------------------------------------------
+
+    def resolve_priority(self, raw: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Fill ``spec.priority`` from the PriorityClass when admission did not (rare)."""
+        spec = raw.get("spec") or {}
+        if spec.get("priority") is not None:
+            return raw
+        class_name = spec.get("priorityClassName")
+        priority_class = (
+            self.store.priority_classes.get(class_name)
+            if class_name
+            else self.store.global_default_priority_class()
+        )
+        if priority_class is None:
+            return raw
+        resolved = copy.copy(dict(raw))
+        resolved_spec = dict(spec)
+        resolved_spec["priority"] = priority_class.value
+        resolved_spec.setdefault("preemptionPolicy", priority_class.preemption_policy)
+        resolved["spec"] = resolved_spec
+        return resolved
+
+    def _is_ours(self, raw: Mapping[str, Any]) -> str | None:
+        name = (raw.get("spec") or {}).get("schedulerName") or "default-scheduler"
+        return name if name in self.scheduler.profiles else None
+
+    def on_pod(self, event_type: str, raw: Mapping[str, Any]) -> None:
+        key = pod_key(raw)
+        old = self.store.pods.get(key)
+        if event_type == DELETED or _is_terminal(raw):
+            self.store.invalid_pods.pop(key, None)
+            if old is not None:
+                del self.store.pods[key]
+                self._pod_gone(old)
+            return
+        raw = self.resolve_priority(raw)
+        try:
+            pod = Pod(raw)
+        except InvalidObjectError as error:
+            self._invalid_pod(key, raw, old, error)
+            return
+        self.store.invalid_pods.pop(key, None)
+        self.store.pods[key] = pod
+        if old is not None and old.uid != pod.uid:
+            self._pod_gone(old)
+            old = None
+        if old is not None and old.resource_version and old.resource_version == pod.resource_version:
+            return
+        if pod.node_name:
+            self._assigned_pod(old, pod)
+        elif self._is_ours(raw) is not None:
+            self._pending_pod(old, pod)
+        elif old is not None and old.node_name:
+            self._pod_gone(old)
+
+    def _invalid_pod(
+        self, key: str, raw: Mapping[str, Any], old: Pod | None, error: InvalidObjectError
+    ) -> None:
+        if old is not None:
+            del self.store.pods[key]
+            self._pod_gone(old)
+        scheduler_name = self._is_ours(raw)
+        node_name = (raw.get("spec") or {}).get("nodeName")
+        if scheduler_name is None or node_name:
+            logger.warning("ignoring malformed pod %s: %s", key, error)
+            return
+        self.store.invalid_pods[key] = raw
+        if self.report_invalid_pod is not None and not _already_reported(
+            raw, invalid_pod_message(error)
+        ):
+            self.report_invalid_pod(raw, scheduler_name, error)
+
+    def _assigned_pod(self, old: Pod | None, pod: Pod) -> None:
+        cache = self.scheduler.cache
+        queue = self.scheduler.queue
+        if old is not None and not old.node_name:
+            # It was pending and is now bound (by us, or by someone else): leave the queue.
+            queue.delete(old)
+            old = None
+        if old is None:
+            cache.add_pod(pod)
+            queue.assigned_pod_added(pod)
+        else:
+            cache.update_pod(old, pod)
+            queue.assigned_pod_updated(old, pod)
+
+    def _pending_pod(self, old: Pod | None, pod: Pod) -> None:
+        queue = self.scheduler.queue
+        if old is None or old.node_name:
+            queue.add(pod)
+            return
+        if self.scheduler.cache.is_assumed(pod):
+            return
+        queue.update(old, pod)
+        if old.nominated_node_name and old.nominated_node_name != pod.nominated_node_name:
+            priority = old.priority
+            queue.move_all_to_active_or_backoff_queue(
+                ASSIGNED_POD_DELETE, old, None, lambda p: p.priority <= priority
+            )
+
+    def _pod_gone(self, old: Pod) -> None:
+        cache = self.scheduler.cache
+        queue = self.scheduler.queue
+        if old.node_name:
+            cache.remove_pod(old)
+            queue.assigned_pod_deleted(old)
+            return
+        if old.scheduler_name not in self.scheduler.profiles:
+            return
+        queue.delete(old)
+        if cache.is_assumed(old):
+            assumed = cache.get_pod(old.uid)
+            if assumed is not None:
+                framework = self.scheduler.profiles[old.scheduler_name]
+                if not framework.reject_waiting_pod(old.uid, "pod deleted"):
+                    cache.forget_pod(assumed)
+            queue.move_all_to_active_or_backoff_queue(ASSIGNED_POD_DELETE, old, None)
+        elif old.nominated_node_name:
+            priority = old.priority
+            queue.move_all_to_active_or_backoff_queue(
+                ASSIGNED_POD_DELETE, old, None, lambda p: p.priority <= priority
+            )

@@ -1,0 +1,157 @@
+"""DefaultPreemption: when no node fits, make room by preempting lower-priority pods.
+
+PostFilter runs :class:`~kopf_scheduler.preemption.evaluator.Evaluator` (the algorithm lives in
+``kopf_scheduler.preemption``) and prefixes its message with ``"preemption: "``, as upstream
+does, so a FailedScheduling event reads e.g. ``0/3 nodes are available: 3 Insufficient cpu.
+preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.``
+
+With asynchronous preemption (the default, as upstream since v1.33) the plugin is also a
+PreEnqueue plugin: a preemptor whose victims are still being deleted waits, gated, instead of
+retrying too early. It registers assigned-pod deletion with a hint that always says QueueSkip:
+the plugins that rejected the pod decide when it retries.
+
+Arguments (``DefaultPreemptionArgs``): ``minCandidateNodesPercentage`` (default 10, 0–100) and
+``minCandidateNodesAbsolute`` (default 100, ≥ 0; not both 0) bound how many candidate nodes the
+dry run looks for. ``pdbPolicy`` is our addition: ``BestEffort`` (default, upstream behaviour:
+prefer candidates that violate no PodDisruptionBudget, but use one that does if nothing else
+works) or ``Strict`` (never preempt in violation of a PodDisruptionBudget; the FailedScheduling
+message then says so).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from kopf_scheduler.framework.args import InvalidArgsError, ensure_mapping, reject_unknown
+from kopf_scheduler.framework.cycle_state import CycleState
+from kopf_scheduler.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
+from kopf_scheduler.framework.handle import Handle
+from kopf_scheduler.framework.status import SUCCESS, Code, Status
+from kopf_scheduler.framework.types import NodeToStatus, PostFilterResult
+from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.preemption.evaluator import (
+    PDB_POLICIES,
+    PDB_POLICY_BEST_EFFORT,
+    Evaluator,
+    PreemptionSettings,
+)
+
+NAME = "DefaultPreemption"
+MESSAGE_PREFIX = "preemption: "
+WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
+METRIC_PREEMPTION_ATTEMPTS = "scheduler_preemption_attempts_total"
+
+_FIELD = "args"
+_PERCENTAGE = "minCandidateNodesPercentage"
+_ABSOLUTE = "minCandidateNodesAbsolute"
+_PDB_POLICY = "pdbPolicy"
+
+
+def _int_field(raw: Mapping[str, Any], key: str, default: int) -> int:
+    value = raw.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidArgsError(f"{_FIELD}.{key}", f"must be an integer, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Args:
+    min_candidate_nodes_percentage: int = 10
+    min_candidate_nodes_absolute: int = 100
+    pdb_policy: str = PDB_POLICY_BEST_EFFORT
+
+    @classmethod
+    def parse(cls, raw: Any) -> Args:
+        """Validate as upstream's ValidateDefaultPreemptionArgs, plus ``pdbPolicy``."""
+        args = ensure_mapping(raw)
+        reject_unknown(args, {_PERCENTAGE, _ABSOLUTE, _PDB_POLICY})
+        percentage = _int_field(args, _PERCENTAGE, cls.min_candidate_nodes_percentage)
+        absolute = _int_field(args, _ABSOLUTE, cls.min_candidate_nodes_absolute)
+        if not 0 <= percentage <= 100:
+            raise InvalidArgsError(
+                f"{_FIELD}.{_PERCENTAGE}", f"{percentage}: not in valid range [0, 100]"
+            )
+        if absolute < 0:
+            raise InvalidArgsError(
+                f"{_FIELD}.{_ABSOLUTE}", f"{absolute}: not in valid range [0, inf)"
+            )
+        if percentage == 0 and absolute == 0:
+            raise InvalidArgsError(
+                f"{_FIELD}.{_PERCENTAGE}",
+                f"cannot be zero at the same time as {_ABSOLUTE}",
+            )
+        policy = args.get(_PDB_POLICY, PDB_POLICY_BEST_EFFORT)
+        if policy not in PDB_POLICIES:
+            raise InvalidArgsError(
+                f"{_FIELD}.{_PDB_POLICY}",
+                f"must be one of {', '.join(repr(p) for p in PDB_POLICIES)}, got {policy!r}",
+            )
+        return cls(percentage, absolute, policy)
+
+
+def _skip_after_assigned_pod_deletion(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    return QueueingHint.QUEUE_SKIP
+
+
+class DefaultPreemption:
+    name: ClassVar[str] = NAME
+
+    def __init__(
+        self, handle: Handle, args: Args | None = None, *, async_preemption: bool = True
+    ) -> None:
+        self.handle = handle
+        self.args = args if args is not None else Args()
+        self.async_preemption = async_preemption
+        self.evaluator = Evaluator(
+            handle,
+            PreemptionSettings(
+                min_candidate_nodes_percentage=self.args.min_candidate_nodes_percentage,
+                min_candidate_nodes_absolute=self.args.min_candidate_nodes_absolute,
+                pdb_policy=self.args.pdb_policy,
+                async_preemption=async_preemption,
+            ),
+            plugin_name=NAME,
+        )
+
+    def post_filter(
+        self, state: CycleState, pod: Pod, node_to_status: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]:
+        try:
+            result, status = self.evaluator.preempt(state, pod, node_to_status)
+        finally:
+            self.handle.metrics.inc(METRIC_PREEMPTION_ATTEMPTS)
+        message = status.message()
+        if message:
+            status = Status(status.code, MESSAGE_PREFIX + message, error=status.error)
+        return result, status
+
+    def pre_enqueue(self, pod: Pod) -> Status:
+        if not self.async_preemption:
+            return SUCCESS
+        if self.evaluator.is_pod_running_preemption(pod.uid):
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, WAITING_FOR_PREEMPTION)
+        return SUCCESS
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        if not self.async_preemption:
+            return []
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE),
+                _skip_after_assigned_pod_deletion,
+            )
+        ]
+
+
+def new(
+    args: Mapping[str, Any] | None, handle: Handle, *, async_preemption: bool = True
+) -> DefaultPreemption:
+    return DefaultPreemption(handle, Args.parse(args), async_preemption=async_preemption)

@@ -1,0 +1,103 @@
+"""ImageLocality: prefer nodes that already hold the pod's container images.
+
+A node's raw score is the sum, over the pod's init containers and containers whose image the node
+lists, of the image size scaled by the share of cluster nodes that have the image
+(``size * nodes_with_image / all_nodes``). Scaling by spread keeps a popular image from pulling
+every pod onto the same few nodes. The sum is clamped to ``[23 MiB, 1000 MiB * containers]`` and
+mapped linearly onto ``[0, 100]`` with integer arithmetic, as upstream does; there is no
+normalisation step.
+
+Image names in a pod spec are compared with the names a node reports after adding ``:latest``
+to names that carry neither a tag nor a digest. Registry aliases (``docker.io/library/x`` versus
+``x``) are not reconciled, as upstream does not reconcile them either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from kopf_scheduler.cache.node_info import ImageState, NodeInfo
+from kopf_scheduler.framework.args import ensure_mapping, reject_unknown
+from kopf_scheduler.framework.cycle_state import CycleState
+from kopf_scheduler.framework.handle import Handle
+from kopf_scheduler.framework.interfaces import MAX_NODE_SCORE, ScoreExtensions
+from kopf_scheduler.framework.status import SUCCESS, Status
+from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.plugins.helpers import go_div
+
+NAME = "ImageLocality"
+
+MB = 1024 * 1024
+MIN_THRESHOLD = 23 * MB
+"""Image bytes below which a node gets no credit."""
+MAX_CONTAINER_THRESHOLD = 1000 * MB
+"""Image bytes per container at which a node gets full credit."""
+
+
+def normalized_image_name(name: str) -> str:
+    """``name`` with ``:latest`` appended when it has no tag or digest."""
+    if name.rfind(":") <= name.rfind("/"):
+        return name + ":latest"
+    return name
+
+
+def scaled_image_score(state: ImageState, total_num_nodes: int) -> int:
+    """The image size scaled by the fraction of nodes that have it (truncated like Go)."""
+    spread = float(state.num_nodes) / float(total_num_nodes)
+    return int(float(state.size) * spread)
+
+
+def calculate_priority(sum_scores: int, num_containers: int) -> int:
+    """Map the summed image bytes onto ``[0, MAX_NODE_SCORE]`` between the two thresholds."""
+    max_threshold = MAX_CONTAINER_THRESHOLD * num_containers
+    if sum_scores < MIN_THRESHOLD:
+        sum_scores = MIN_THRESHOLD
+    elif sum_scores > max_threshold:
+        sum_scores = max_threshold
+    return go_div(MAX_NODE_SCORE * (sum_scores - MIN_THRESHOLD), max_threshold - MIN_THRESHOLD)
+
+
+def pod_container_images(pod: Pod) -> list[str]:
+    """The image of every init container and container, in spec order ("" when unset)."""
+    spec = pod.raw.get("spec") or {}
+    images: list[str] = []
+    for group in ("initContainers", "containers"):
+        for container in spec.get(group) or ():
+            image = container.get("image") if isinstance(container, Mapping) else None
+            images.append(image if isinstance(image, str) else "")
+    return images
+
+
+def sum_image_scores(node_info: NodeInfo, images: list[str], total_num_nodes: int) -> int:
+    """Sum of the spread-scaled sizes of the ``images`` present on the node."""
+    states = node_info.image_states
+    total = 0
+    for image in images:
+        state = states.get(normalized_image_name(image))
+        if state is not None:
+            total += scaled_image_score(state, total_num_nodes)
+    return total
+
+
+class ImageLocality:
+    name: ClassVar[str] = NAME
+
+    def __init__(self, handle: Handle) -> None:
+        self._handle = handle
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
+        total_num_nodes = self._handle.snapshot.num_nodes()
+        images = pod_container_images(pod)
+        image_sum = (
+            sum_image_scores(node_info, images, total_num_nodes) if total_num_nodes > 0 else 0
+        )
+        return calculate_priority(image_sum, len(images)), SUCCESS
+
+    def score_extensions(self) -> ScoreExtensions | None:
+        return None
+
+
+def new(args: Mapping[str, Any] | None, handle: Handle) -> ImageLocality:
+    reject_unknown(ensure_mapping(args), set())
+    return ImageLocality(handle)

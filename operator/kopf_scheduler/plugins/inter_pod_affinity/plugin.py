@@ -1,0 +1,278 @@
+"""The InterPodAffinity plugin object: arguments, extension points and queueing hints.
+
+Filtering lives in :mod:`.filtering`, scoring in :mod:`.scoring`; this module wires them to the
+framework. Filter codes follow upstream: a node that breaks the pod's required affinity is
+UnschedulableAndUnresolvable (evicting pods cannot create a matching pod), while anti-affinity
+violations, either way round, are Unschedulable because preemption can remove the offending pod.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from kopf_scheduler.cache.node_info import NodeInfo
+from kopf_scheduler.framework.args import (
+    InvalidArgsError,
+    ensure_mapping,
+    int_arg,
+    reject_unknown,
+)
+from kopf_scheduler.framework.cycle_state import CycleState, StateKey
+from kopf_scheduler.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
+from kopf_scheduler.framework.handle import Handle
+from kopf_scheduler.framework.interfaces import NodeScore
+from kopf_scheduler.framework.status import SKIP, SUCCESS, Code, Status
+from kopf_scheduler.framework.types import PreFilterResult
+from kopf_scheduler.model.affinity import AffinityTerm
+from kopf_scheduler.model.node import Node
+from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.plugins.inter_pod_affinity import filtering, scoring
+
+NAME = "InterPodAffinity"
+DEFAULT_HARD_POD_AFFINITY_WEIGHT = 1
+_NO_NAMESPACE_LABELS: Mapping[str, str] = {}
+
+
+@dataclass(frozen=True)
+class Args:
+    """``InterPodAffinityArgs``.
+
+    ``hard_pod_affinity_weight`` (0-100) is the score an existing pod's *required* affinity term
+    contributes when the incoming pod matches it; with ``ignore_preferred_terms_of_existing_pods``
+    existing pods' terms are not scored for an incoming pod that has no preferred terms itself.
+    """
+
+    hard_pod_affinity_weight: int = DEFAULT_HARD_POD_AFFINITY_WEIGHT
+    ignore_preferred_terms_of_existing_pods: bool = False
+
+    @classmethod
+    def parse(cls, raw: Any) -> Args:
+        args = ensure_mapping(raw)
+        reject_unknown(args, {"hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods"})
+        weight = int_arg(
+            args,
+            "hardPodAffinityWeight",
+            DEFAULT_HARD_POD_AFFINITY_WEIGHT,
+            "args",
+            minimum=0,
+            maximum=100,
+        )
+        ignore = args.get("ignorePreferredTermsOfExistingPods", False)
+        if not isinstance(ignore, bool):
+            raise InvalidArgsError(
+                "args.ignorePreferredTermsOfExistingPods", f"must be a boolean, got {ignore!r}"
+            )
+        return cls(weight, ignore)
+
+
+def _not_found(key: StateKey[Any]) -> Status:
+    return Status.from_error(RuntimeError(f'error reading "{key.name}" from cycleState: not found'))
+
+
+def _matches_all(terms: tuple[AffinityTerm, ...], pod: Pod) -> bool:
+    if not terms:
+        return False
+    return all(t.matches(pod.namespace, pod.labels, _NO_NAMESPACE_LABELS) for t in terms)
+
+
+def is_schedulable_after_pod_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    """Queue when an assigned pod starts matching the pod's affinity, or stops (or, deleted,
+    stopped) matching its anti-affinity; unassigned pods never help."""
+    if (old is not None and not isinstance(old, Pod)) or (
+        new is not None and not isinstance(new, Pod)
+    ):
+        return QueueingHint.QUEUE
+    if (new is not None and not new.node_name) or (old is not None and not old.node_name):
+        return QueueingHint.QUEUE_SKIP
+    terms = pod.pod_affinity_required
+    anti_terms = pod.anti_affinity_required
+    if old is not None and new is not None:
+        if not _matches_all(terms, old) and _matches_all(terms, new):
+            return QueueingHint.QUEUE
+        if _matches_all(anti_terms, old) and not _matches_all(anti_terms, new):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+    if new is not None:
+        return QueueingHint.QUEUE if _matches_all(terms, new) else QueueingHint.QUEUE_SKIP
+    if old is None or not _matches_all(anti_terms, old):
+        return QueueingHint.QUEUE_SKIP
+    return QueueingHint.QUEUE
+
+
+def is_schedulable_after_node_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    """Queue when a node gains (or changes) an affinity topology key, loses or changes an
+    anti-affinity topology key, or is added while the pod has anti-affinity."""
+    if not isinstance(new, Node) or (old is not None and not isinstance(old, Node)):
+        return QueueingHint.QUEUE
+    for term in pod.pod_affinity_required:
+        key = term.topology_key
+        if old is None:
+            if key in new.labels:
+                return QueueingHint.QUEUE
+            continue
+        old_value = old.labels.get(key)
+        new_value = new.labels.get(key)
+        if new_value is not None and old_value != new_value:
+            return QueueingHint.QUEUE
+    for term in pod.anti_affinity_required:
+        if old is None:
+            # A new node either lacks the key (always acceptable) or may join a domain free of
+            # the pods this one repels; both are worth a retry.
+            return QueueingHint.QUEUE
+        key = term.topology_key
+        old_value = old.labels.get(key)
+        new_value = new.labels.get(key)
+        if old_value is not None and old_value != new_value:
+            return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
+
+
+class InterPodAffinity:
+    name: ClassVar[str] = NAME
+
+    def __init__(self, args: Args, handle: Handle) -> None:
+        self.args = args
+        self._handle = handle
+
+    # PreFilter / Filter ------------------------------------------------------------------
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        snapshot = self._handle.snapshot
+        all_namespaces = snapshot.namespace_labels
+        affinity_terms = tuple(
+            filtering.resolve_incoming_term(t, all_namespaces) for t in pod.pod_affinity_required
+        )
+        anti_affinity_terms = tuple(
+            filtering.resolve_incoming_term(t, all_namespaces) for t in pod.anti_affinity_required
+        )
+        namespace_labels = dict(snapshot.labels_of_namespace(pod.namespace))
+        existing = filtering.existing_anti_affinity_counts(
+            pod, namespace_labels, snapshot.have_pods_with_required_anti_affinity
+        )
+        affinity, anti_affinity = filtering.incoming_affinity_counts(
+            affinity_terms, anti_affinity_terms, nodes
+        )
+        if not existing and not affinity_terms and not anti_affinity_terms:
+            return None, SKIP
+        state.write(
+            filtering.PRE_FILTER_KEY,
+            filtering.PreFilterState(
+                pod,
+                affinity_terms=affinity_terms,
+                anti_affinity_terms=anti_affinity_terms,
+                namespace_labels=namespace_labels,
+                existing_anti_affinity_counts=existing,
+                affinity_counts=affinity,
+                anti_affinity_counts=anti_affinity,
+            ),
+        )
+        return None, SUCCESS
+
+    def pre_filter_extensions(self) -> InterPodAffinity:
+        return self
+
+    def add_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: NodeInfo
+    ) -> Status:
+        return self._update(state, pod_to_add, node_info, 1)
+
+    def remove_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: Pod, node_info: NodeInfo
+    ) -> Status:
+        return self._update(state, pod_to_remove, node_info, -1)
+
+    def _update(self, state: CycleState, other: Pod, node_info: NodeInfo, delta: int) -> Status:
+        pre_filter_state = state.get(filtering.PRE_FILTER_KEY)
+        if pre_filter_state is None:
+            return _not_found(filtering.PRE_FILTER_KEY)
+        if node_info.node is not None:
+            pre_filter_state.update_with_pod(other, node_info.node, delta)
+        return SUCCESS
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+        pre_filter_state = state.get(filtering.PRE_FILTER_KEY)
+        if pre_filter_state is None:
+            return _not_found(filtering.PRE_FILTER_KEY)
+        node = node_info.node
+        if node is None:
+            return Status.from_error(RuntimeError("node not found"))
+        if not filtering.satisfies_pod_affinity(pre_filter_state, node):
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, filtering.REASON_AFFINITY)
+        if not filtering.satisfies_pod_anti_affinity(pre_filter_state, node):
+            return Status(Code.UNSCHEDULABLE, filtering.REASON_ANTI_AFFINITY)
+        if not filtering.satisfies_existing_pods_anti_affinity(pre_filter_state, node):
+            return Status(Code.UNSCHEDULABLE, filtering.REASON_EXISTING_ANTI_AFFINITY)
+        return SUCCESS
+
+    # PreScore / Score ----------------------------------------------------------------------
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
+        has_preferred = bool(pod.affinity_preferred or pod.anti_affinity_preferred)
+        if self.args.ignore_preferred_terms_of_existing_pods and not has_preferred:
+            return SKIP
+        snapshot = self._handle.snapshot
+        scorer = scoring.TopologyScorer(
+            pod,
+            snapshot.labels_of_namespace(pod.namespace),
+            snapshot.namespace_labels,
+            self.args.hard_pod_affinity_weight,
+        )
+        if has_preferred:
+            scorer.process_nodes(snapshot.node_info_list, all_pods=True)
+        else:
+            scorer.process_nodes(snapshot.have_pods_with_affinity, all_pods=False)
+        if not scorer.scores:
+            return SKIP
+        state.write(scoring.PRE_SCORE_KEY, scoring.PreScoreState(scorer.scores))
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
+        pre_score_state = state.get(scoring.PRE_SCORE_KEY)
+        if pre_score_state is None:
+            return 0, _not_found(scoring.PRE_SCORE_KEY)
+        node = node_info.node
+        if node is None:
+            return 0, Status.from_error(RuntimeError("node not found"))
+        return scoring.node_score(pre_score_state, node), SUCCESS
+
+    def score_extensions(self) -> InterPodAffinity:
+        return self
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status:
+        pre_score_state = state.get(scoring.PRE_SCORE_KEY)
+        if pre_score_state is None:
+            return _not_found(scoring.PRE_SCORE_KEY)
+        return scoring.normalize(pre_score_state, scores)
+
+    # Queueing ------------------------------------------------------------------------------
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        # Queueing hints are always on in v1.34, so upstream registers no NodeTaint update
+        # (that was only needed to make up for the pre-check of the hint-less queue).
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(
+                    EventResource.POD,
+                    ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE,
+                ),
+                is_schedulable_after_pod_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
+                is_schedulable_after_node_change,
+            ),
+        ]
+
+
+def new(args: Mapping[str, Any] | None, handle: Handle) -> InterPodAffinity:
+    return InterPodAffinity(Args.parse(args), handle)

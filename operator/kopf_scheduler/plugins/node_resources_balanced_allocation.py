@@ -1,0 +1,133 @@
+"""NodeResourcesBalancedAllocation: prefer nodes whose resources would be used evenly.
+
+For each configured resource (cpu and memory by default) the plugin takes the fraction of the
+node's allocatable amount that would be requested with the pod placed there, using actual
+requests (no 100m / 200Mi defaults), capped at 1. The score is ``(1 - std) * 100`` truncated,
+where std is half the difference of the two fractions for two resources, the population
+standard deviation for more, and 0 for one. Pods that request none of the configured resources
+are skipped at PreScore, so the plugin does not pile such pods onto one node.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from kopf_scheduler.cache.node_info import NodeInfo
+from kopf_scheduler.framework.args import InvalidArgsError, ensure_mapping, reject_unknown
+from kopf_scheduler.framework.cycle_state import CycleState, StateKey
+from kopf_scheduler.framework.handle import Handle
+from kopf_scheduler.framework.interfaces import MAX_NODE_SCORE, ScoreExtensions
+from kopf_scheduler.framework.status import SKIP, SUCCESS, Status
+from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.plugins.resource_allocation import (
+    DEFAULT_RESOURCES,
+    ResourceAllocationScorer,
+    ResourceSpec,
+    parse_resource_specs,
+)
+
+NAME = "NodeResourcesBalancedAllocation"
+
+
+def balanced_resource_scorer(requested: Sequence[int], allocatable: Sequence[int]) -> int:
+    """``int((1 - std) * 100)`` over the resources with non-zero allocatable, in float64 with
+    the same operation order as upstream so truncation lands on the same integer."""
+    fractions: list[float] = []
+    total = 0.0
+    for index, capacity in enumerate(allocatable):
+        if capacity == 0:
+            continue
+        fraction = float(requested[index]) / float(capacity)
+        fraction = min(fraction, 1.0)
+        total += fraction
+        fractions.append(fraction)
+    std = 0.0
+    if len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    elif len(fractions) > 2:
+        mean = total / float(len(fractions))
+        squares = 0.0
+        for fraction in fractions:
+            squares = squares + (fraction - mean) * (fraction - mean)
+        std = math.sqrt(squares / float(len(fractions)))
+    return int((1 - std) * float(MAX_NODE_SCORE))
+
+
+@dataclass(frozen=True)
+class Args:
+    resources: tuple[ResourceSpec, ...] = DEFAULT_RESOURCES
+
+    @classmethod
+    def parse(cls, raw: Any) -> Args:
+        args = ensure_mapping(raw)
+        reject_unknown(args, {"resources"})
+        field = "args.resources"
+        resources = parse_resource_specs(args.get("resources"), field)
+        seen: set[str] = set()
+        for index, spec in enumerate(resources):
+            if spec.name in seen:
+                raise InvalidArgsError(f"{field}[{index}].name", f"duplicate value {spec.name!r}")
+            seen.add(spec.name)
+            if spec.weight != 1:
+                raise InvalidArgsError(f"{field}[{index}].weight", f"must be 1, got {spec.weight}")
+        return cls(resources)
+
+
+class _PreScoreState:
+    __slots__ = ("pod_requests",)
+
+    def __init__(self, pod_requests: list[int]) -> None:
+        self.pod_requests = pod_requests
+
+    def clone(self) -> _PreScoreState:
+        return self
+
+
+PRE_SCORE_KEY: StateKey[_PreScoreState] = StateKey("PreScore" + NAME)
+
+
+class NodeResourcesBalancedAllocation:
+    name: ClassVar[str] = NAME
+
+    def __init__(self, args: Args) -> None:
+        self.args = args
+        self.scorer = ResourceAllocationScorer(
+            NAME, balanced_resource_scorer, args.resources, use_requested=True
+        )
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
+        pod_requests = self.scorer.pod_request_list(pod)
+        if self.scorer.is_best_effort(pod_requests):
+            return SKIP
+        state.write(PRE_SCORE_KEY, _PreScoreState(pod_requests))
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
+        pre_score = state.get(PRE_SCORE_KEY)
+        if pre_score is not None:
+            pod_requests = pre_score.pod_requests
+        else:
+            pod_requests = self.scorer.pod_request_list(pod)
+            if self.scorer.is_best_effort(pod_requests):
+                return 0, SUCCESS
+        return self.scorer.score(node_info, pod_requests)
+
+    def score_extensions(self) -> ScoreExtensions | None:
+        return None
+
+
+def new(args: Mapping[str, Any] | None, handle: Handle) -> NodeResourcesBalancedAllocation:
+    return NodeResourcesBalancedAllocation(Args.parse(args))
+
+
+__all__ = [
+    "NAME",
+    "PRE_SCORE_KEY",
+    "Args",
+    "NodeResourcesBalancedAllocation",
+    "balanced_resource_scorer",
+    "new",
+]

@@ -1,0 +1,454 @@
+"""NodeResourcesFit: keep pods off nodes without room for their requests, and score the rest.
+
+The filter compares the pod's effective request (containers, sidecars, the largest init step,
+pod overhead) with what is left on the node: allocatable minus the requests of the pods already
+there, plus one slot of the node's pod capacity. Every shortfall is reported, in a fixed order,
+so the user sees all of them. Since v1.34 a request larger than the node's whole allocatable
+amount is UnschedulableAndUnresolvable: evicting pods cannot help, so preemption skips the node.
+
+Scoring uses one of three strategies over a weighted list of resources (see
+:mod:`kopf_scheduler.plugins.resource_allocation`). :func:`fits_request` is exported for
+preemption and for the queueing hints, which ask the same question about a hypothetical node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from kopf_scheduler.cache.node_info import NodeInfo
+from kopf_scheduler.framework.args import InvalidArgsError, ensure_mapping, reject_unknown
+from kopf_scheduler.framework.cycle_state import CycleState, StateKey, StateNotFoundError
+from kopf_scheduler.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
+from kopf_scheduler.framework.handle import Handle
+from kopf_scheduler.framework.interfaces import PreFilterExtensions, ScoreExtensions
+from kopf_scheduler.framework.status import SUCCESS, Code, Status
+from kopf_scheduler.framework.types import PreFilterResult
+from kopf_scheduler.model.node import Node
+from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resource
+from kopf_scheduler.plugins.resource_allocation import (
+    ResourceAllocationScorer,
+    ResourceSpec,
+    Scorer,
+    ShapePoint,
+    is_extended_resource_name,
+    is_qualified_name,
+    is_scalar_resource_name,
+    least_allocated_scorer,
+    most_allocated_scorer,
+    parse_resource_specs,
+    parse_shape,
+    requested_to_capacity_ratio_scorer,
+    validate_weights,
+)
+
+NAME = "NodeResourcesFit"
+
+LEAST_ALLOCATED = "LeastAllocated"
+MOST_ALLOCATED = "MostAllocated"
+REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
+STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
+
+REASON_TOO_MANY_PODS = "Too many pods"
+
+
+def insufficient_reason(resource_name: str) -> str:
+    """The filter reason for one short resource, e.g. ``Insufficient cpu``."""
+    return f"Insufficient {resource_name}"
+
+
+# --------------------------------------------------------------------------------------------
+# The fit check.
+
+
+@dataclass(frozen=True)
+class InsufficientResource:
+    """One resource the node cannot provide. ``unresolvable`` means the request alone exceeds
+    the node's allocatable amount, so removing pods from the node would not help."""
+
+    resource_name: str
+    reason: str
+    requested: int
+    used: int
+    capacity: int
+    unresolvable: bool = False
+
+
+def _is_ignored(name: str, ignored: frozenset[str], ignored_groups: frozenset[str]) -> bool:
+    if not is_extended_resource_name(name):
+        return False
+    if name in ignored:
+        return True
+    return bool(ignored_groups) and name.split("/", 1)[0] in ignored_groups
+
+
+def fits_request(
+    pod_request: Resource,
+    node_info: NodeInfo,
+    ignored_resources: frozenset[str] = frozenset(),
+    ignored_resource_groups: frozenset[str] = frozenset(),
+) -> list[InsufficientResource]:
+    """Everything ``node_info`` lacks to host a pod requesting ``pod_request``.
+
+    Order: pod count, cpu, memory, ephemeral-storage, then scalar resources by name. A resource
+    the pod requests none of is never reported, even on an overcommitted node. Extended
+    resources listed in ``ignored_resources``, or whose domain is in ``ignored_resource_groups``,
+    are not checked. An empty list means the pod fits.
+    """
+    result: list[InsufficientResource] = []
+    allocatable = node_info.allocatable
+    requested = node_info.requested
+
+    pod_count = len(node_info.pods)
+    allowed = allocatable.allowed_pod_number
+    if pod_count + 1 > allowed:
+        result.append(InsufficientResource(PODS, REASON_TOO_MANY_PODS, 1, pod_count, allowed))
+
+    scalars = pod_request.scalar
+    if not (
+        pod_request.milli_cpu
+        or pod_request.memory
+        or pod_request.ephemeral_storage
+        or any(name for name in scalars if is_scalar_resource_name(name))
+    ):
+        return result
+
+    for name, wanted, used, capacity in (
+        (CPU, pod_request.milli_cpu, requested.milli_cpu, allocatable.milli_cpu),
+        (MEMORY, pod_request.memory, requested.memory, allocatable.memory),
+        (
+            EPHEMERAL_STORAGE,
+            pod_request.ephemeral_storage,
+            requested.ephemeral_storage,
+            allocatable.ephemeral_storage,
+        ),
+    ):
+        if wanted > 0 and wanted > capacity - used:
+            result.append(
+                InsufficientResource(
+                    name, insufficient_reason(name), wanted, used, capacity, wanted > capacity
+                )
+            )
+
+    for name in sorted(scalars):
+        wanted = scalars[name]
+        if wanted == 0 or not is_scalar_resource_name(name):
+            continue
+        if _is_ignored(name, ignored_resources, ignored_resource_groups):
+            continue
+        used = requested.scalar.get(name, 0)
+        capacity = allocatable.scalar.get(name, 0)
+        if wanted > capacity - used:
+            result.append(
+                InsufficientResource(
+                    name, insufficient_reason(name), wanted, used, capacity, wanted > capacity
+                )
+            )
+    return result
+
+
+def insufficient_resources(pod: Pod, node_info: NodeInfo) -> list[InsufficientResource]:
+    """What ``node_info`` lacks for ``pod``'s effective request (:func:`fits_request` with
+    nothing ignored); empty when the pod fits."""
+    return fits_request(pod.requests, node_info)
+
+
+def status_for(insufficient: Sequence[InsufficientResource]) -> Status:
+    """The filter status for a non-empty shortfall list: every reason, UnschedulableAndUnresolvable
+    as soon as one shortfall is unresolvable, Unschedulable otherwise."""
+    code = Code.UNSCHEDULABLE
+    for entry in insufficient:
+        if entry.unresolvable:
+            code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    return Status(code, *(entry.reason for entry in insufficient))
+
+
+# --------------------------------------------------------------------------------------------
+# Arguments.
+
+
+@dataclass(frozen=True)
+class ScoringStrategy:
+    type: str = LEAST_ALLOCATED
+    resources: tuple[ResourceSpec, ...] = (ResourceSpec(CPU, 1), ResourceSpec(MEMORY, 1))
+    shape: tuple[ShapePoint, ...] = ()
+    """RequestedToCapacityRatio only."""
+
+
+@dataclass(frozen=True)
+class Args:
+    ignored_resources: frozenset[str] = frozenset()
+    ignored_resource_groups: frozenset[str] = frozenset()
+    scoring_strategy: ScoringStrategy = field(default_factory=ScoringStrategy)
+
+    @classmethod
+    def parse(cls, raw: Any) -> Args:
+        base = "args"
+        args = ensure_mapping(raw, base)
+        reject_unknown(args, {"ignoredResources", "ignoredResourceGroups", "scoringStrategy"})
+        ignored = _string_list(args.get("ignoredResources"), f"{base}.ignoredResources")
+        for index, name in enumerate(ignored):
+            if not is_qualified_name(name):
+                raise InvalidArgsError(
+                    f"{base}.ignoredResources[{index}]", f"{name!r} is not a qualified name"
+                )
+        groups = _string_list(args.get("ignoredResourceGroups"), f"{base}.ignoredResourceGroups")
+        for index, group in enumerate(groups):
+            group_field = f"{base}.ignoredResourceGroups[{index}]"
+            if "/" in group:
+                raise InvalidArgsError(group_field, "resource group name can't contain '/'")
+            if not is_qualified_name(group):
+                raise InvalidArgsError(group_field, f"{group!r} is not a qualified name")
+        strategy = _parse_strategy(args.get("scoringStrategy"), f"{base}.scoringStrategy")
+        return cls(frozenset(ignored), frozenset(groups), strategy)
+
+
+def _string_list(raw: Any, field_name: str) -> list[str]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
+        raise InvalidArgsError(field_name, f"must be a list of strings, got {raw!r}")
+    return list(raw)
+
+
+def _parse_strategy(raw: Any, base: str) -> ScoringStrategy:
+    if raw is None:
+        return ScoringStrategy()
+    strategy = ensure_mapping(raw, base)
+    reject_unknown(strategy, {"type", "resources", "requestedToCapacityRatio"}, base)
+    kind = strategy.get("type", "")
+    if kind not in STRATEGIES:
+        raise InvalidArgsError(
+            f"{base}.type", f"unsupported value {kind!r}; supported values: {', '.join(STRATEGIES)}"
+        )
+    resources = parse_resource_specs(strategy.get("resources"), f"{base}.resources")
+    validate_weights(resources, f"{base}.resources")
+    ratio = strategy.get("requestedToCapacityRatio")
+    ratio_field = f"{base}.requestedToCapacityRatio"
+    shape: tuple[ShapePoint, ...] = ()
+    if kind == REQUESTED_TO_CAPACITY_RATIO:
+        if ratio is None:
+            raise InvalidArgsError(ratio_field, "must be specified when type is " + kind)
+        ratio_args = ensure_mapping(ratio, ratio_field)
+        reject_unknown(ratio_args, {"shape"}, ratio_field)
+        shape = parse_shape(ratio_args.get("shape"), f"{ratio_field}.shape")
+    elif ratio is not None:
+        raise InvalidArgsError(ratio_field, "must be nil when type is not RequestedToCapacityRatio")
+    return ScoringStrategy(kind, resources, shape)
+
+
+def build_scorer(strategy: ScoringStrategy) -> Scorer:
+    if strategy.type == MOST_ALLOCATED:
+        return most_allocated_scorer(strategy.resources)
+    if strategy.type == REQUESTED_TO_CAPACITY_RATIO:
+        return requested_to_capacity_ratio_scorer(strategy.resources, strategy.shape)
+    return least_allocated_scorer(strategy.resources)
+
+
+# --------------------------------------------------------------------------------------------
+# Cycle state.
+
+
+class _PreFilterState:
+    """The pod's effective request, computed once per cycle; never modified, so clones share it."""
+
+    __slots__ = ("request",)
+
+    def __init__(self, request: Resource) -> None:
+        self.request = request
+
+    def clone(self) -> _PreFilterState:
+        return self
+
+
+class _PreScoreState:
+    __slots__ = ("pod_requests",)
+
+    def __init__(self, pod_requests: list[int]) -> None:
+        self.pod_requests = pod_requests
+
+    def clone(self) -> _PreScoreState:
+        return self
+
+
+PRE_FILTER_KEY: StateKey[_PreFilterState] = StateKey("PreFilter" + NAME)
+PRE_SCORE_KEY: StateKey[_PreScoreState] = StateKey("PreScore" + NAME)
+
+
+# --------------------------------------------------------------------------------------------
+# Queueing hints.
+
+
+def _scaled_down(target: Pod, original: Pod, modified: Pod) -> bool:
+    """Whether an update to ``modified`` may free something ``target`` asks for."""
+    if modified.uid == target.uid:
+        return True
+    if not modified.node_name:
+        return False
+    before = original.requests
+    after = modified.requests
+    wanted = target.requests
+    for name, value in (
+        (CPU, wanted.milli_cpu),
+        (MEMORY, wanted.memory),
+        (EPHEMERAL_STORAGE, wanted.ephemeral_storage),
+    ):
+        if value and before.get(name) > after.get(name):
+            return True
+    for name, value in wanted.scalar.items():
+        if (
+            value
+            and is_scalar_resource_name(name)
+            and before.scalar.get(name, 0) > after.scalar.get(name, 0)
+        ):
+            return True
+    return False
+
+
+def is_schedulable_after_pod_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    """A pod was deleted or scaled down: worth a retry if it was (to be) on a node and, for a
+    scale-down, released something the pending pod requests."""
+    if not isinstance(old, Pod) or (new is not None and not isinstance(new, Pod)):
+        return QueueingHint.QUEUE
+    if new is None:
+        if not old.node_name and not old.nominated_node_name:
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE
+    if _scaled_down(pod, old, new):
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
+
+
+def _any_requested_resource_increased(pod: Pod, old: Node, new: Node) -> bool:
+    before = old.allocatable
+    after = new.allocatable
+    if after.allowed_pod_number > before.allowed_pod_number:
+        return True
+    wanted = pod.requests
+    for value, old_amount, new_amount in (
+        (wanted.milli_cpu, before.milli_cpu, after.milli_cpu),
+        (wanted.memory, before.memory, after.memory),
+        (wanted.ephemeral_storage, before.ephemeral_storage, after.ephemeral_storage),
+    ):
+        if value > 0 and new_amount > old_amount:
+            return True
+    for name, value in wanted.scalar.items():
+        if not value or not is_scalar_resource_name(name):
+            continue
+        if after.scalar.get(name, 0) > before.scalar.get(name, 0):
+            return True
+    return False
+
+
+def is_schedulable_after_node_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    """A node was added or its allocatable changed: worth a retry if an empty node of that shape
+    would fit the pod and (for an update) something the pod requests grew."""
+    if not isinstance(new, Node) or (old is not None and not isinstance(old, Node)):
+        return QueueingHint.QUEUE
+    if insufficient_resources(pod, NodeInfo(new)):
+        return QueueingHint.QUEUE_SKIP
+    if old is None or _any_requested_resource_increased(pod, old, new):
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
+
+
+# --------------------------------------------------------------------------------------------
+# The plugin.
+
+
+class NodeResourcesFit:
+    name: ClassVar[str] = NAME
+
+    def __init__(self, args: Args) -> None:
+        self.args = args
+        strategy = args.scoring_strategy
+        self.scorer = ResourceAllocationScorer(
+            strategy.type, build_scorer(strategy), strategy.resources, use_requested=False
+        )
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        state.write(PRE_FILTER_KEY, _PreFilterState(pod.requests))
+        return None, SUCCESS
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+        return None
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+        try:
+            request = state.read(PRE_FILTER_KEY).request
+        except StateNotFoundError as error:
+            return Status.from_error(error)
+        insufficient = fits_request(
+            request, node_info, self.args.ignored_resources, self.args.ignored_resource_groups
+        )
+        if not insufficient:
+            return SUCCESS
+        return status_for(insufficient)
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
+        state.write(PRE_SCORE_KEY, _PreScoreState(self.scorer.pod_request_list(pod)))
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
+        pre_score = state.get(PRE_SCORE_KEY)
+        pod_requests = (
+            pre_score.pod_requests if pre_score is not None else self.scorer.pod_request_list(pod)
+        )
+        return self.scorer.score(node_info, pod_requests)
+
+    def score_extensions(self) -> ScoreExtensions | None:
+        return None
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        # In-place pod resize is on by default from v1.33, so a scale-down may free room; with
+        # queueing hints always on (v1.34) node taint/label updates need not be registered.
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(
+                    EventResource.POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN
+                ),
+                is_schedulable_after_pod_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(
+                    EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE
+                ),
+                is_schedulable_after_node_change,
+            ),
+        ]
+
+
+def new(args: Mapping[str, Any] | None, handle: Handle) -> NodeResourcesFit:
+    return NodeResourcesFit(Args.parse(args))
+
+
+__all__ = [
+    "LEAST_ALLOCATED",
+    "MOST_ALLOCATED",
+    "NAME",
+    "PRE_FILTER_KEY",
+    "PRE_SCORE_KEY",
+    "REASON_TOO_MANY_PODS",
+    "REQUESTED_TO_CAPACITY_RATIO",
+    "Args",
+    "InsufficientResource",
+    "NodeResourcesFit",
+    "ScoringStrategy",
+    "fits_request",
+    "insufficient_reason",
+    "insufficient_resources",
+    "is_schedulable_after_node_change",
+    "is_schedulable_after_pod_change",
+    "new",
+    "status_for",
+]

@@ -1,0 +1,314 @@
+"""The PodTopologySpread plugin object: arguments, extension points and queueing hints.
+
+Filtering lives in :mod:`.filtering`, scoring in :mod:`.scoring`, the constraint lookup and the
+counting rules they share in :mod:`.common`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from kopf_scheduler.cache.node_info import NodeInfo
+from kopf_scheduler.framework.args import InvalidArgsError, ensure_mapping, reject_unknown
+from kopf_scheduler.framework.cycle_state import CycleState, StateKey
+from kopf_scheduler.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
+from kopf_scheduler.framework.handle import Handle
+from kopf_scheduler.framework.interfaces import NodeScore
+from kopf_scheduler.framework.status import SKIP, SUCCESS, Code, Status
+from kopf_scheduler.framework.types import PreFilterResult
+from kopf_scheduler.model.affinity import (
+    DO_NOT_SCHEDULE,
+    HONOR,
+    SCHEDULE_ANYWAY,
+    TopologySpreadConstraint,
+)
+from kopf_scheduler.model.errors import InvalidObjectError
+from kopf_scheduler.model.node import Node
+from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.plugins.pod_topology_spread import filtering, scoring
+from kopf_scheduler.plugins.pod_topology_spread.common import (
+    LIST_DEFAULTING,
+    SYSTEM_DEFAULT_CONSTRAINTS,
+    SYSTEM_DEFAULTING,
+    ConstraintSource,
+    node_labels_match,
+)
+
+NAME = "PodTopologySpread"
+
+
+def _parse_default_constraints(raw: Any) -> tuple[TopologySpreadConstraint, ...]:
+    field = "args.defaultConstraints"
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise InvalidArgsError(field, "must be a list")
+    constraints: list[TopologySpreadConstraint] = []
+    seen: set[tuple[str, str]] = set()
+    for index, entry in enumerate(raw):
+        entry_field = f"{field}[{index}]"
+        if isinstance(entry, Mapping) and entry.get("labelSelector") is not None:
+            raise InvalidArgsError(
+                f"{entry_field}.labelSelector",
+                "constraint must not define a selector, as they deduced for each pod",
+            )
+        try:
+            constraint = TopologySpreadConstraint.parse(entry, entry_field, {})
+        except InvalidObjectError as error:
+            raise InvalidArgsError(error.field, error.reason) from None
+        pair = (constraint.topology_key, constraint.when_unsatisfiable)
+        if pair in seen:
+            raise InvalidArgsError(
+                entry_field,
+                f"Duplicate value: {{{constraint.topology_key}, {constraint.when_unsatisfiable}}}",
+            )
+        seen.add(pair)
+        constraints.append(constraint)
+    return tuple(constraints)
+
+
+@dataclass(frozen=True)
+class Args:
+    """``PodTopologySpreadArgs``.
+
+    ``defaulting_type`` ``System`` (the default) gives pods without constraints of their own the
+    built-in defaults (hostname maxSkew 3 and zone maxSkew 5, both ScheduleAnyway); ``List``
+    gives them ``default_constraints`` (possibly none). Default constraints select, per pod, the
+    pods of the workloads that select or own it; see :mod:`.common`.
+    """
+
+    default_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    defaulting_type: str = SYSTEM_DEFAULTING
+
+    @classmethod
+    def parse(cls, raw: Any) -> Args:
+        args = ensure_mapping(raw)
+        reject_unknown(args, {"defaultConstraints", "defaultingType"})
+        defaulting_type = args.get("defaultingType") or SYSTEM_DEFAULTING
+        if defaulting_type not in (SYSTEM_DEFAULTING, LIST_DEFAULTING):
+            raise InvalidArgsError(
+                "args.defaultingType",
+                f'supported values: "{SYSTEM_DEFAULTING}", "{LIST_DEFAULTING}"; '
+                f"got {defaulting_type!r}",
+            )
+        constraints = _parse_default_constraints(args.get("defaultConstraints"))
+        if defaulting_type == SYSTEM_DEFAULTING and constraints:
+            raise InvalidArgsError(
+                "args.defaultingType",
+                f'Invalid value: "{SYSTEM_DEFAULTING}": when .defaultConstraints are not empty',
+            )
+        return cls(constraints, defaulting_type)
+
+
+def _not_found(key: StateKey[Any]) -> Status:
+    return Status.from_error(RuntimeError(f'reading "{key.name}" from cycleState: not found'))
+
+
+def _involved_in_spreading(incoming: Pod, pod_with_spreading: Pod) -> bool:
+    return incoming.uid == pod_with_spreading.uid or bool(
+        incoming.node_name and incoming.namespace == pod_with_spreading.namespace
+    )
+
+
+def _tolerations_key(pod: Pod) -> tuple[tuple[str, str, str, str, int | None], ...]:
+    return tuple(
+        (t.key, t.operator, t.value, t.effect, t.toleration_seconds) for t in pod.tolerations
+    )
+
+
+def _taints_key(node: Node) -> tuple[tuple[str, str, str], ...]:
+    return tuple((t.key, t.value, t.effect) for t in node.taints)
+
+
+class PodTopologySpread:
+    name: ClassVar[str] = NAME
+
+    def __init__(self, args: Args, handle: Handle) -> None:
+        self.args = args
+        self._handle = handle
+        system_defaulted = args.defaulting_type == SYSTEM_DEFAULTING
+        defaults = SYSTEM_DEFAULT_CONSTRAINTS if system_defaulted else args.default_constraints
+        self.constraint_source = ConstraintSource(defaults, system_defaulted, handle)
+
+    # PreFilter / Filter ------------------------------------------------------------------
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        constraints = self.constraint_source.constraints(pod, DO_NOT_SCHEDULE)
+        if not constraints:
+            return None, SKIP
+        state.write(
+            filtering.PRE_FILTER_KEY, filtering.build_pre_filter_state(pod, constraints, nodes)
+        )
+        return None, SUCCESS
+
+    def pre_filter_extensions(self) -> PodTopologySpread:
+        return self
+
+    def add_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: NodeInfo
+    ) -> Status:
+        return self._update(state, pod_to_schedule, pod_to_add, node_info, 1)
+
+    def remove_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: Pod, node_info: NodeInfo
+    ) -> Status:
+        return self._update(state, pod_to_schedule, pod_to_remove, node_info, -1)
+
+    def _update(
+        self, state: CycleState, preemptor: Pod, other: Pod, node_info: NodeInfo, delta: int
+    ) -> Status:
+        pre_filter_state = state.get(filtering.PRE_FILTER_KEY)
+        if pre_filter_state is None:
+            return _not_found(filtering.PRE_FILTER_KEY)
+        if node_info.node is not None:
+            pre_filter_state.update_with_pod(other, preemptor, node_info.node, delta)
+        return SUCCESS
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+        pre_filter_state = state.get(filtering.PRE_FILTER_KEY)
+        if pre_filter_state is None:
+            return _not_found(filtering.PRE_FILTER_KEY)
+        node = node_info.node
+        if node is None:
+            return Status.from_error(RuntimeError("node not found"))
+        reason = filtering.check_node(pre_filter_state, pod, node)
+        if reason is None:
+            return SUCCESS
+        if reason == filtering.REASON_NODE_LABEL_NOT_MATCH:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reason)
+        return Status(Code.UNSCHEDULABLE, reason)
+
+    # PreScore / Score ----------------------------------------------------------------------
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
+        all_nodes = self._handle.snapshot.node_info_list
+        if not all_nodes:
+            return SKIP
+        constraints = self.constraint_source.constraints(pod, SCHEDULE_ANYWAY)
+        if not constraints:
+            return SKIP
+        # Nodes without a zone still spread by hostname under the system defaults.
+        require_all = bool(pod.topology_spread_constraints) or not (
+            self.constraint_source.system_defaulted
+        )
+        state.write(
+            scoring.PRE_SCORE_KEY,
+            scoring.build_pre_score_state(pod, constraints, nodes, all_nodes, require_all),
+        )
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
+        pre_score_state = state.get(scoring.PRE_SCORE_KEY)
+        if pre_score_state is None:
+            return 0, _not_found(scoring.PRE_SCORE_KEY)
+        return scoring.node_score(pre_score_state, pod, node_info), SUCCESS
+
+    def score_extensions(self) -> PodTopologySpread:
+        return self
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status:
+        pre_score_state = state.get(scoring.PRE_SCORE_KEY)
+        if pre_score_state is None:
+            return _not_found(scoring.PRE_SCORE_KEY)
+        return scoring.normalize(pre_score_state, scores)
+
+    # Queueing ------------------------------------------------------------------------------
+
+    def is_schedulable_after_pod_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        """Queue when an assigned pod in the namespace that a ``DoNotSchedule`` selector
+        matches appears or disappears, when a label change flips such a match, or when the pod
+        itself gets new tolerations while a constraint honours taints."""
+        if (old is not None and not isinstance(old, Pod)) or (
+            new is not None and not isinstance(new, Pod)
+        ):
+            return QueueingHint.QUEUE
+        if (new is not None and not _involved_in_spreading(new, pod)) or (
+            old is not None and not _involved_in_spreading(old, pod)
+        ):
+            return QueueingHint.QUEUE_SKIP
+        constraints = self.constraint_source.constraints(pod, DO_NOT_SCHEDULE)
+        if old is not None and new is not None:
+            if (
+                pod.uid == new.uid
+                and _tolerations_key(new) != _tolerations_key(old)
+                and any(c.node_taints_policy == HONOR for c in constraints)
+            ):
+                return QueueingHint.QUEUE
+            if new.labels == old.labels:
+                return QueueingHint.QUEUE_SKIP
+            for c in constraints:
+                if c.selector.matches(old.labels) != c.selector.matches(new.labels):
+                    return QueueingHint.QUEUE
+            return QueueingHint.QUEUE_SKIP
+        changed = new if new is not None else old
+        if changed is None:
+            return QueueingHint.QUEUE_SKIP
+        if any(c.selector.matches(changed.labels) for c in constraints):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_node_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        """Queue when a node starts or stops carrying every topology key, changes the value
+        of one, changes its taints while it carries them all, or is added or deleted with them."""
+        if (old is not None and not isinstance(old, Node)) or (
+            new is not None and not isinstance(new, Node)
+        ):
+            return QueueingHint.QUEUE
+        constraints = self.constraint_source.constraints(pod, DO_NOT_SCHEDULE)
+        old_matching = old is not None and node_labels_match(old.labels, constraints)
+        new_matching = new is not None and node_labels_match(new.labels, constraints)
+        if old is not None and new is not None:
+            if old_matching != new_matching:
+                return QueueingHint.QUEUE
+            if new_matching and (
+                any(
+                    old.labels.get(c.topology_key, "") != new.labels.get(c.topology_key, "")
+                    for c in constraints
+                )
+                or _taints_key(old) != _taints_key(new)
+            ):
+                return QueueingHint.QUEUE
+            return QueueingHint.QUEUE_SKIP
+        if new is not None:
+            return QueueingHint.QUEUE if new_matching else QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE if old_matching else QueueingHint.QUEUE_SKIP
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        # With queueing hints (always on in v1.34) a pod rejected because of taint-honouring
+        # constraints is retried when it gains tolerations.
+        pod_actions = (
+            ActionType.ADD
+            | ActionType.UPDATE_POD_LABEL
+            | ActionType.UPDATE_POD_TOLERATIONS
+            | ActionType.DELETE
+        )
+        node_actions = (
+            ActionType.ADD
+            | ActionType.DELETE
+            | ActionType.UPDATE_NODE_LABEL
+            | ActionType.UPDATE_NODE_TAINT
+        )
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.POD, pod_actions),
+                self.is_schedulable_after_pod_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.NODE, node_actions),
+                self.is_schedulable_after_node_change,
+            ),
+        ]
+
+
+def new(args: Mapping[str, Any] | None, handle: Handle) -> PodTopologySpread:
+    return PodTopologySpread(Args.parse(args), handle)

@@ -1,0 +1,153 @@
+"""TaintToleration: keep pods off nodes whose taints they do not tolerate, and prefer nodes with
+fewer untolerated ``PreferNoSchedule`` taints.
+
+Filter rejects a node that has a ``NoSchedule`` or ``NoExecute`` taint that none of the pod's
+tolerations covers. The rejection is UnschedulableAndUnresolvable: preempting pods never removes
+a taint. The reason is the generic ``node(s) had untolerated taint(s)``: v1.34 patch releases
+from the cherry-pick of kubernetes/kubernetes#134740 (release-1.34, #135023) on stopped naming the
+taint key and value in pod statuses, since taints may be sensitive; earlier v1.34 releases said
+``node(s) had untolerated taint {key: value}``.
+
+Scoring counts, per node, the ``PreferNoSchedule`` taints that the pod's ``PreferNoSchedule`` (or
+effect-less) tolerations do not cover, then normalises in reverse, so the node with the most such
+taints gets 0 and a node with none gets 100. The registry gives the plugin weight 3.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from kopf_scheduler.cache.node_info import NodeInfo
+from kopf_scheduler.framework.args import ensure_mapping, reject_unknown
+from kopf_scheduler.framework.cycle_state import CycleState, StateKey
+from kopf_scheduler.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
+from kopf_scheduler.framework.handle import Handle
+from kopf_scheduler.framework.interfaces import MAX_NODE_SCORE, NodeScore
+from kopf_scheduler.framework.status import SUCCESS, Code, Status
+from kopf_scheduler.model.node import Node
+from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.model.taints import (
+    NO_EXECUTE,
+    NO_SCHEDULE,
+    PREFER_NO_SCHEDULE,
+    Taint,
+    Toleration,
+    find_untolerated_taint,
+    tolerations_tolerate,
+)
+from kopf_scheduler.plugins.helpers import default_normalize_score
+
+NAME = "TaintToleration"
+REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
+"""The Filter reason (v1.34 patch releases carrying kubernetes/kubernetes#135023)."""
+
+DO_NOT_SCHEDULE_EFFECTS = frozenset({NO_SCHEDULE, NO_EXECUTE})
+
+
+class _PreScoreState:
+    """The pod's tolerations that can cover a ``PreferNoSchedule`` taint. Never modified."""
+
+    __slots__ = ("tolerations",)
+
+    def __init__(self, tolerations: tuple[Toleration, ...]) -> None:
+        self.tolerations = tolerations
+
+    def clone(self) -> _PreScoreState:
+        return self
+
+
+PRE_SCORE_KEY: StateKey[_PreScoreState] = StateKey("PreScore" + NAME)
+
+
+def prefer_no_schedule_tolerations(tolerations: tuple[Toleration, ...]) -> tuple[Toleration, ...]:
+    """Tolerations with effect ``PreferNoSchedule`` or no effect (which covers every effect)."""
+    return tuple(t for t in tolerations if not t.effect or t.effect == PREFER_NO_SCHEDULE)
+
+
+def count_intolerable_prefer_no_schedule(
+    taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...]
+) -> int:
+    """How many ``PreferNoSchedule`` taints none of ``tolerations`` covers."""
+    return sum(
+        1
+        for taint in taints
+        if taint.effect == PREFER_NO_SCHEDULE and not tolerations_tolerate(tolerations, taint)
+    )
+
+
+def _untolerated(node: Node, pod: Pod) -> bool:
+    return find_untolerated_taint(node.taints, pod.tolerations, DO_NOT_SCHEDULE_EFFECTS) is not None
+
+
+def _is_schedulable_after_node_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    """Queue only when the change turns a node with an untolerated taint into one without."""
+    if not isinstance(new, Node) or (old is not None and not isinstance(old, Node)):
+        return QueueingHint.QUEUE
+    was_untolerated = True if old is None else _untolerated(old, pod)
+    if was_untolerated and not _untolerated(new, pod):
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
+
+
+def _is_schedulable_after_pod_toleration_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    """Only a toleration change of the rejected pod itself can help it."""
+    if not isinstance(new, Pod):
+        return QueueingHint.QUEUE
+    if new.uid == pod.uid:
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
+
+
+class TaintToleration:
+    name: ClassVar[str] = NAME
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+        node = node_info.node
+        if node is None:
+            return Status(Code.ERROR, "node not found")
+        if not _untolerated(node, pod):
+            return SUCCESS
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON_UNTOLERATED)
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
+        state.write(PRE_SCORE_KEY, _PreScoreState(prefer_no_schedule_tolerations(pod.tolerations)))
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
+        node = node_info.node
+        if node is None:
+            return 0, Status(Code.ERROR, "node not found")
+        pre_score = state.get(PRE_SCORE_KEY)
+        if pre_score is None:
+            return 0, Status(Code.ERROR, f"{PRE_SCORE_KEY.name!r} not found in the cycle state")
+        return count_intolerable_prefer_no_schedule(node.taints, pre_score.tolerations), SUCCESS
+
+    def score_extensions(self) -> TaintToleration:
+        return self
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status:
+        return default_normalize_score(MAX_NODE_SCORE, True, scores)
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
+                _is_schedulable_after_node_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_TOLERATIONS),
+                _is_schedulable_after_pod_toleration_change,
+            ),
+        ]
+
+
+def new(args: Mapping[str, Any] | None, handle: Handle) -> TaintToleration:
+    reject_unknown(ensure_mapping(args), set())
+    return TaintToleration()

@@ -1,0 +1,274 @@
+"""Carrying out a preemption through the API ports: condition, delete, event, nominations.
+
+For each victim (upstream ``PreemptPod``):
+
+* a pod waiting at Permit is rejected in memory ("preempted"), no API call;
+* otherwise its status gets the ``DisruptionTarget`` condition (status True, reason
+  ``PreemptionByScheduler``, message ``"<preemptor's schedulerName>: preempting to accommodate a
+  higher priority pod"``), unless an identical condition is already there; NotFound means the pod
+  is gone and the victim is done;
+* then it is deleted with its own grace period (the PodDeleter adapter sets a UID precondition);
+  NotFound again means done;
+* finally a ``Normal`` / ``Preempted`` / ``Preempting`` event is recorded on the victim, with the
+  preemptor as related object: ``Preempted by pod <preemptor UID> on node <node>``.
+
+Lower-priority pods nominated to the same node lose their ``nominatedNodeName`` (they may no
+longer fit), so they look for another node sooner.
+
+Two ways to run it, as upstream (gate SchedulerAsyncPreemption, on by default since v1.33):
+
+asynchronous (default)
+    PostFilter filters out victims that are already terminating (none left: nothing to do,
+    nominations untouched), marks the preemptor as *preempting* and hands a coroutine to
+    ``handle.spawn``. The coroutine clears the nominations, preempts all victims but the last
+    concurrently, registers the last victim, preempts it, and unmarks the preemptor. Any failure
+    re-activates the preemptor so it cannot stay parked in the unschedulable pool. While the
+    preemptor is marked, DefaultPreemption's PreEnqueue keeps it out of the active queue, until
+    the last victim is gone or terminating.
+
+synchronous
+    The same API calls happen inside PostFilter, before it returns; a failure makes PostFilter
+    return Error and no nomination. PostFilter is a plain function, so this mode drives the
+    coroutines to completion without an event loop: it works with ports that never suspend (the
+    in-memory simulator, tests) and reports an Error otherwise. The operator uses the
+    asynchronous mode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine, Sequence
+from typing import Any, TypeVar
+
+from kopf_scheduler.framework.handle import Handle
+from kopf_scheduler.framework.status import SUCCESS, Status
+from kopf_scheduler.model.pod import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER, Pod
+from kopf_scheduler.model.timeutil import format_timestamp
+from kopf_scheduler.ports import Event, NotFoundError, PodStatusPatch
+from kopf_scheduler.preemption.candidates import Candidate
+
+T = TypeVar("T")
+
+METRIC_PREEMPTION_VICTIMS = "scheduler_preemption_victims"
+METRIC_GOROUTINES_EXECUTION = "scheduler_preemption_goroutines_execution_total"
+METRIC_GOROUTINES_DURATION = "scheduler_preemption_goroutines_duration_seconds"
+RESULT_SUCCESS = "success"
+RESULT_ERROR = "error"
+
+EVENT_REASON_PREEMPTED = "Preempted"
+EVENT_ACTION_PREEMPTING = "Preempting"
+WAITING_POD_REJECT_MESSAGE = "preempted"
+
+
+class SuspendedError(RuntimeError):
+    """A port suspended while preemption ran synchronously (it needs an event loop)."""
+
+
+def run_to_completion(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine that never suspends and return its result, without an event loop."""
+    try:
+        coroutine.send(None)
+    except StopIteration as stop:
+        result: T = stop.value
+        return result
+    coroutine.close()
+    raise SuspendedError(
+        "an API port suspended during synchronous preemption; use the asynchronous mode"
+    )
+
+
+def disruption_target_message(preemptor: Pod) -> str:
+    return f"{preemptor.scheduler_name}: preempting to accommodate a higher priority pod"
+
+
+def preempted_event_note(preemptor: Pod, node: str) -> str:
+    return f"Preempted by pod {preemptor.uid} on node {node}"
+
+
+class Executor:
+    """API side of preemption, plus the bookkeeping of preemptions still running."""
+
+    def __init__(self, handle: Handle, plugin_name: str) -> None:
+        self.handle = handle
+        self.plugin_name = plugin_name
+        self.preempting: set[str] = set()
+        """UIDs of preemptors whose background preemption has not finished."""
+        self.last_victims: dict[str, str] = {}
+        """Preemptor UID → key of the last victim, once only that one is left to delete."""
+
+    # PreEnqueue ------------------------------------------------------------------------------
+
+    def is_pod_running_preemption(self, uid: str) -> bool:
+        """Whether the pod must still wait for its own preemption to take effect."""
+        if uid not in self.preempting:
+            return False
+        victim_key = self.last_victims.get(uid)
+        if victim_key is None:
+            return True
+        victim = self.handle.get_pod(victim_key)
+        return victim is not None and victim.deletion_timestamp is None
+
+    # One victim ------------------------------------------------------------------------------
+
+    def disruption_condition(self, preemptor: Pod, victim: Pod) -> dict[str, Any] | None:
+        """The DisruptionTarget condition to write, or ``None`` if the victim already has it."""
+        message = disruption_target_message(preemptor)
+        existing = victim.condition(DISRUPTION_TARGET)
+        transition = format_timestamp(self.handle.now())
+        if existing is not None and existing.get("status") == "True":
+            if (
+                existing.get("reason") == PREEMPTION_BY_SCHEDULER
+                and existing.get("message", "") == message
+                and not existing.get("lastProbeTime")
+            ):
+                return None
+            transition = existing.get("lastTransitionTime") or transition
+        return {
+            "type": DISRUPTION_TARGET,
+            "status": "True",
+            "reason": PREEMPTION_BY_SCHEDULER,
+            "message": message,
+            "lastTransitionTime": transition,
+        }
+
+    async def preempt_pod(self, node: str, preemptor: Pod, victim: Pod) -> None:
+        """Preempt one victim; raises on an API failure other than NotFound."""
+        handle = self.handle
+        framework = handle.framework
+        waiting = framework.get_waiting_pod(victim.uid) if framework is not None else None
+        if waiting is not None:
+            waiting.reject(self.plugin_name, WAITING_POD_REJECT_MESSAGE)
+        else:
+            condition = self.disruption_condition(preemptor, victim)
+            if condition is not None:
+                writer = handle.status_writer
+                if writer is None:
+                    raise RuntimeError("no pod status writer is attached to the handle")
+                try:
+                    await writer.patch_status(victim, PodStatusPatch(conditions=[condition]))
+                except NotFoundError:
+                    return
+            deleter = handle.pod_deleter
+            if deleter is None:
+                raise RuntimeError("no pod deleter is attached to the handle")
+            try:
+                await deleter.delete_pod(victim)
+            except NotFoundError:
+                return
+        recorder = handle.event_recorder
+        if recorder is not None:
+            recorder.record(
+                Event(
+                    regarding=victim,
+                    type="Normal",
+                    reason=EVENT_REASON_PREEMPTED,
+                    action=EVENT_ACTION_PREEMPTING,
+                    note=preempted_event_note(preemptor, node),
+                    reporting_controller=handle.scheduler_name,
+                    related=preemptor,
+                )
+            )
+
+    # Nominations -----------------------------------------------------------------------------
+
+    def lower_priority_nominated_pods(self, preemptor: Pod, node: str) -> list[Pod]:
+        return [
+            pod
+            for pod in self.handle.nominator.nominated_pods_for_node(node)
+            if pod.priority < preemptor.priority
+        ]
+
+    async def clear_nominated_node_name(self, pods: Sequence[Pod]) -> list[Exception]:
+        """Clear ``status.nominatedNodeName`` of ``pods``; returns the errors met."""
+        errors: list[Exception] = []
+        writer = self.handle.status_writer
+        for pod in pods:
+            if not pod.nominated_node_name:
+                continue
+            if writer is None:
+                errors.append(RuntimeError("no pod status writer is attached to the handle"))
+                continue
+            try:
+                await writer.patch_status(
+                    pod, PodStatusPatch(set_nominated_node_name=True, nominated_node_name="")
+                )
+            except Exception as error:
+                errors.append(error)
+        return errors
+
+    # Synchronous -----------------------------------------------------------------------------
+
+    async def prepare_candidate(self, candidate: Candidate, preemptor: Pod) -> Status:
+        """Preempt every victim, then clear lower-priority nominations (errors ignored)."""
+        for victim in candidate.victims:
+            if victim.is_terminating:
+                continue
+            try:
+                await self.preempt_pod(candidate.node, preemptor, victim)
+            except Exception as error:
+                return Status.from_error(error)
+        self.handle.metrics.observe(METRIC_PREEMPTION_VICTIMS, len(candidate.victims))
+        nominated = self.lower_priority_nominated_pods(preemptor, candidate.node)
+        await self.clear_nominated_node_name(nominated)
+        return SUCCESS
+
+    def prepare_candidate_sync(self, candidate: Candidate, preemptor: Pod) -> Status:
+        try:
+            return run_to_completion(self.prepare_candidate(candidate, preemptor))
+        except SuspendedError as error:
+            return Status.from_error(error)
+
+    # Asynchronous ----------------------------------------------------------------------------
+
+    def prepare_candidate_async(self, candidate: Candidate, preemptor: Pod) -> bool:
+        """Start the background preemption; ``False`` if no victim needed an API call."""
+        self.handle.metrics.observe(METRIC_PREEMPTION_VICTIMS, len(candidate.victims))
+        victims = [victim for victim in candidate.victims if not victim.is_terminating]
+        if not victims:
+            return False
+        self.preempting.add(preemptor.uid)
+        try:
+            self.handle.spawn(self._preempt_in_background(candidate.node, preemptor, victims))
+        except Exception:
+            self.preempting.discard(preemptor.uid)
+            raise
+        return True
+
+    async def _preempt_in_background(self, node: str, preemptor: Pod, victims: list[Pod]) -> None:
+        handle = self.handle
+        uid = preemptor.uid
+        started = handle.now()
+        result = RESULT_SUCCESS
+        try:
+            nominated = self.lower_priority_nominated_pods(preemptor, node)
+            if await self.clear_nominated_node_name(nominated):
+                result = RESULT_ERROR
+            preempt_last = True
+            if len(victims) > 1:
+                outcomes = await asyncio.gather(
+                    *(self.preempt_pod(node, preemptor, victim) for victim in victims[:-1]),
+                    return_exceptions=True,
+                )
+                if any(isinstance(outcome, BaseException) for outcome in outcomes):
+                    result = RESULT_ERROR
+                    preempt_last = False
+            if preempt_last:
+                last = victims[-1]
+                self.last_victims[uid] = last.key
+                try:
+                    await self.preempt_pod(node, preemptor, last)
+                except Exception:
+                    result = RESULT_ERROR
+        except asyncio.CancelledError:
+            result = RESULT_ERROR
+            raise
+        except Exception:
+            result = RESULT_ERROR
+        finally:
+            self.preempting.discard(uid)
+            self.last_victims.pop(uid, None)
+            if result == RESULT_ERROR:
+                handle.activate([preemptor])
+            labels = {"result": result}
+            handle.metrics.inc(METRIC_GOROUTINES_EXECUTION, labels)
+            handle.metrics.observe(METRIC_GOROUTINES_DURATION, handle.now() - started, labels)

@@ -1,0 +1,481 @@
+"""The scheduler: pop a pod, run the scheduling cycle synchronously, bind in the background.
+
+One asyncio task owns the queue and the cache, so nothing here takes a lock. The scheduling cycle
+(snapshot, filter, score, preemption dry runs, assume, reserve, permit) is plain synchronous
+code; only API calls (binding, status patches, victim deletion) run as background tasks, and the
+next pod is scheduled while the previous one binds, as upstream does with goroutines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import math
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any
+
+from kopf_scheduler import metric_names as m
+from kopf_scheduler.cache.cache import Cache, CacheError
+from kopf_scheduler.cache.snapshot import Snapshot
+from kopf_scheduler.framework.cycle_state import CycleState
+from kopf_scheduler.framework.events import ASSIGNED_POD_DELETE
+from kopf_scheduler.framework.runtime import Framework
+from kopf_scheduler.framework.status import Code, Status
+from kopf_scheduler.framework.types import (
+    Diagnosis,
+    FitError,
+    NominatingInfo,
+    NodeToStatus,
+    QueuedPodInfo,
+)
+from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.ports import (
+    ApiError,
+    Clock,
+    Event,
+    EventRecorder,
+    Metrics,
+    NullMetrics,
+    PodRef,
+    PodStatusPatch,
+    PodStatusWriter,
+)
+from kopf_scheduler.preemption.record import PREEMPTION_RECORD
+from kopf_scheduler.queue.scheduling_queue import SchedulingQueue
+from kopf_scheduler.scheduler.algorithm import (
+    Algorithm,
+    Decision,
+    NoNodesAvailableError,
+    SchedulingError,
+)
+from kopf_scheduler.scheduler.explain import AttemptRecord, verdicts
+from kopf_scheduler.scheduler.failure import (
+    REASON_SCHEDULER_ERROR,
+    REASON_UNSCHEDULABLE,
+    failure_status_patch,
+    truncate_note,
+)
+
+logger = logging.getLogger("kopf_scheduler.scheduler")
+
+BACKOFF_FLUSH_PERIOD = 1.0
+UNSCHEDULABLE_FLUSH_PERIOD = 30.0
+ASSUMED_CLEANUP_PERIOD = 1.0
+
+
+class Scheduler:
+    def __init__(
+        self,
+        *,
+        profiles: Mapping[str, Framework],
+        cache: Cache,
+        queue: SchedulingQueue,
+        snapshot: Snapshot,
+        algorithm: Algorithm,
+        clock: Clock,
+        status_writer: PodStatusWriter,
+        event_recorder: EventRecorder,
+        get_pod: Callable[[str], Pod | None],
+        metrics: Metrics | None = None,
+        on_attempt: Callable[[AttemptRecord], None] | None = None,
+    ) -> None:
+        self.profiles = profiles
+        self.cache = cache
+        self.queue = queue
+        self.snapshot = snapshot
+        self.algorithm = algorithm
+        self.clock = clock
+        self.status_writer = status_writer
+        self.event_recorder = event_recorder
+        self.get_pod = get_pod
+        self.metrics: Metrics = metrics if metrics is not None else NullMetrics()
+        self.on_attempt = on_attempt
+        self.cycle = 0
+        self.active = True
+        """Only an active scheduler (the leader) pops pods; followers keep their caches warm."""
+        self._wakeup = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._binding_tasks = 0
+
+    # Background tasks ------------------------------------------------------------------------
+
+    def spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        """Run ``coroutine`` in the background; failures are logged, never lost silently."""
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("background task failed", exc_info=task.exception())
+
+    async def drain(self) -> None:
+        """Wait until every background task (bindings, patches, preemptions) has finished."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    @property
+    def pending_tasks(self) -> int:
+        return len(self._tasks)
+
+    def notify(self) -> None:
+        """Wake the loop: a pod became poppable (the queue's activity callback)."""
+        self._wakeup.set()
+
+    # The scheduling cycle ------------------------------------------------------------------
+
+    def schedule_one(self) -> bool:
+        """Schedule the next pod if there is one; ``False`` when the queue had nothing to pop."""
+        qpi = self.queue.pop()
+        if qpi is None:
+            return False
+        pod = qpi.pod
+        framework = self.profiles.get(pod.scheduler_name)
+        if framework is None:
+            self.queue.done(pod.uid)
+            return True
+        if pod.deletion_timestamp is not None:
+            self._record_event(
+                framework,
+                pod,
+                "Warning",
+                "FailedScheduling",
+                "Scheduling",
+                f"skip schedule deleting pod: {pod.key}",
+            )
+            self.queue.done(pod.uid)
+            return True
+        if self.cache.is_assumed(pod):
+            self.queue.done(pod.uid)
+            return True
+
+        self.cycle += 1
+        start = self.clock.now()
+        state = CycleState()
+        try:
+            self.cache.update_snapshot(self.snapshot)
+            decision = self.algorithm.schedule_pod(framework, state, pod, self.snapshot)
+        except FitError as fit:
+            nominating: NominatingInfo | None = NominatingInfo.clear()
+            if framework.has_post_filter_plugins():
+                result, post_status = framework.run_post_filter(
+                    state, pod, fit.diagnosis.node_to_status
+                )
+                fit.diagnosis.post_filter_msg = post_status.message()
+                if post_status.code == Code.ERROR:
+                    logger.error("post-filter failed for %s: %s", pod.key, post_status.message())
+                nominating = result.nominating_info if result is not None else None
+            self._scheduling_failed(
+                framework, qpi, state, Status(Code.UNSCHEDULABLE, str(fit)), fit, nominating, start
+            )
+            return True
+        except NoNodesAvailableError as error:
+            status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(error))
+            self._scheduling_failed(
+                framework, qpi, state, status, None, NominatingInfo.clear(), start
+            )
+            return True
+        except SchedulingError as error:
+            self._scheduling_failed(
+                framework, qpi, state, error.status.with_code(Code.ERROR), None,
+                NominatingInfo.clear(), start,
+            )
+            return True
+
+        self.metrics.observe(m.SCHEDULING_ALGORITHM_DURATION, self.clock.now() - start)
+        host = decision.suggested_host
+        assumed = pod.assigned_to(host)
+        try:
+            self.cache.assume_pod(assumed)
+        except CacheError as error:
+            self._scheduling_failed(
+                framework, qpi, state, Status(Code.ERROR, str(error)), None,
+                NominatingInfo.clear(), start,
+            )
+            return True
+        self.queue.nominator.delete_nominated_pod_if_exists(pod)
+
+        status = framework.run_reserve(state, assumed, host)
+        if not status.is_success():
+            framework.run_unreserve(state, assumed, host)
+            self.cache.forget_pod(assumed)
+            self._fail_on_host(framework, qpi, state, status, host, start)
+            return True
+        status = framework.run_permit(state, assumed, host)
+        if not status.is_success() and not status.is_wait():
+            framework.run_unreserve(state, assumed, host)
+            self.cache.forget_pod(assumed)
+            self._fail_on_host(framework, qpi, state, status, host, start)
+            return True
+
+        self._binding_tasks += 1
+        self.metrics.set(m.GOROUTINES, self._binding_tasks, {"operation": "binding"})
+        self.spawn(self._binding_cycle(framework, state, qpi, assumed, host, start, decision))
+        return True
+
+    def _fail_on_host(
+        self,
+        framework: Framework,
+        qpi: QueuedPodInfo,
+        state: CycleState,
+        status: Status,
+        host: str,
+        start: float,
+    ) -> None:
+        """A Reserve/Permit/binding rejection: reported as a FitError over the one chosen node."""
+        if status.is_rejected():
+            diagnosis = Diagnosis(NodeToStatus())
+            diagnosis.node_to_status.set(host, status)
+            if status.plugin:
+                if status.code == Code.PENDING:
+                    diagnosis.pending_plugins.add(status.plugin)
+                else:
+                    diagnosis.unschedulable_plugins.add(status.plugin)
+            fit = FitError(qpi.pod, 1, diagnosis)
+            self._scheduling_failed(
+                framework, qpi, state, Status(Code.UNSCHEDULABLE, str(fit)), fit,
+                NominatingInfo.clear(), start,
+            )
+        else:
+            self._scheduling_failed(
+                framework, qpi, state, status, None, NominatingInfo.clear(), start
+            )
+
+    # The binding cycle -------------------------------------------------------------------------
+
+    async def _binding_cycle(
+        self,
+        framework: Framework,
+        state: CycleState,
+        qpi: QueuedPodInfo,
+        assumed: Pod,
+        host: str,
+        start: float,
+        decision: Decision,
+    ) -> None:
+        try:
+            status = await framework.wait_on_permit(assumed, self.clock.sleep)
+            if not status.is_success():
+                self._binding_failed(framework, state, qpi, assumed, host, status, start)
+                return
+            self.queue.done(assumed.uid)
+            status = await framework.run_pre_bind(state, assumed, host)
+            if not status.is_success():
+                self._binding_failed(framework, state, qpi, assumed, host, status, start)
+                return
+            status = await framework.run_bind(state, assumed, host)
+            if status.is_skip():
+                status = Status(Code.ERROR, "no bind plugin bound the pod")
+            if not status.is_success():
+                self._binding_failed(framework, state, qpi, assumed, host, status, start)
+                return
+            self.cache.finish_binding(assumed)
+            now = self.clock.now()
+            profile = framework.scheduler_name
+            self.metrics.inc(m.SCHEDULE_ATTEMPTS, {"result": "scheduled", "profile": profile})
+            self.metrics.observe(
+                m.SCHEDULING_ATTEMPT_DURATION, now - start, {"result": "scheduled", "profile": profile}
+            )
+            self.metrics.observe(m.POD_SCHEDULING_ATTEMPTS, qpi.attempts)
+            if qpi.initial_attempt_timestamp is not None:
+                label = "15+" if qpi.attempts >= 15 else str(qpi.attempts)
+                self.metrics.observe(
+                    m.POD_SCHEDULING_SLI_DURATION,
+                    now - qpi.initial_attempt_timestamp,
+                    {"attempts": label},
+                )
+            self._record_event(
+                framework,
+                assumed,
+                "Normal",
+                "Scheduled",
+                "Binding",
+                f"Successfully assigned {assumed.key} to {host}",
+            )
+            self._report_attempt(framework, qpi, state, "scheduled", host, "", decision=decision)
+            framework.run_post_bind(state, assumed, host)
+        except asyncio.CancelledError:
+            self.cache.forget_pod(assumed)
+            raise
+        except Exception as error:  # noqa: BLE001 - a bug must not leave the pod assumed forever
+            logger.exception("binding cycle of %s failed", assumed.key)
+            self._binding_failed(
+                framework, state, qpi, assumed, host, Status.from_error(error), start
+            )
+        finally:
+            self._binding_tasks -= 1
+            self.metrics.set(m.GOROUTINES, self._binding_tasks, {"operation": "binding"})
+
+    def _binding_failed(
+        self,
+        framework: Framework,
+        state: CycleState,
+        qpi: QueuedPodInfo,
+        assumed: Pod,
+        host: str,
+        status: Status,
+        start: float,
+    ) -> None:
+        framework.run_unreserve(state, assumed, host)
+        self.cache.forget_pod(assumed)
+        uid = assumed.uid
+        if status.is_rejected():
+            self.queue.move_all_to_active_or_backoff_queue(
+                ASSIGNED_POD_DELETE, assumed, None, lambda pod: pod.uid != uid
+            )
+        else:
+            self.queue.move_all_to_active_or_backoff_queue(ASSIGNED_POD_DELETE, assumed, None)
+        self._fail_on_host(framework, qpi, state, status, host, start)
+
+    # Failures --------------------------------------------------------------------------------
+
+    def _scheduling_failed(
+        self,
+        framework: Framework,
+        qpi: QueuedPodInfo,
+        state: CycleState,
+        status: Status,
+        fit: FitError | None,
+        nominating: NominatingInfo | None,
+        start: float,
+    ) -> None:
+        pod = qpi.pod
+        rejected = status.is_rejected()
+        result = "unschedulable" if rejected else "error"
+        reason = REASON_UNSCHEDULABLE if rejected else REASON_SCHEDULER_ERROR
+        profile = framework.scheduler_name
+        now = self.clock.now()
+        self.metrics.inc(m.SCHEDULE_ATTEMPTS, {"result": result, "profile": profile})
+        self.metrics.observe(
+            m.SCHEDULING_ATTEMPT_DURATION, now - start, {"result": result, "profile": profile}
+        )
+        if fit is not None:
+            qpi.unschedulable_plugins = set(fit.diagnosis.unschedulable_plugins)
+            qpi.pending_plugins = set(fit.diagnosis.pending_plugins)
+
+        cached = self.get_pod(pod.key)
+        if cached is None or cached.uid != pod.uid:
+            self.queue.done(pod.uid)
+        elif cached.node_name:
+            self.queue.done(pod.uid)
+        else:
+            qpi.pod = cached
+            self.queue.add_unschedulable_if_not_present(qpi, self.queue.scheduling_cycle)
+        self.queue.nominator.add_nominated_pod(qpi.pod, nominating)
+
+        message = str(fit) if fit is not None else status.message()
+        self._record_event(
+            framework, pod, "Warning", "FailedScheduling", "Scheduling", truncate_note(message)
+        )
+        current = cached if cached is not None and cached.uid == pod.uid else pod
+        patch = failure_status_patch(current, reason, message, nominating, now)
+        if patch is not None:
+            self.spawn(self._patch_status(current, patch))
+        self._report_attempt(framework, qpi, state, result, "", message, fit=fit)
+
+    async def _patch_status(self, pod: PodRef, patch: PodStatusPatch) -> None:
+        try:
+            await self.status_writer.patch_status(pod, patch)
+        except ApiError as error:
+            logger.warning("could not update the status of %s: %s", pod.key, error)
+
+    def _record_event(
+        self, framework: Framework, pod: PodRef, type_: str, reason: str, action: str, note: str
+    ) -> None:
+        self.event_recorder.record(
+            Event(pod, type_, reason, action, note, framework.scheduler_name)
+        )
+
+    def _report_attempt(
+        self,
+        framework: Framework,
+        qpi: QueuedPodInfo,
+        state: CycleState,
+        result: str,
+        node: str,
+        message: str,
+        *,
+        decision: Decision | None = None,
+        fit: FitError | None = None,
+    ) -> None:
+        if self.on_attempt is None:
+            return
+        diagnosis = decision.diagnosis if decision is not None else (fit.diagnosis if fit else None)
+        feasible = decision.feasible_nodes if decision is not None else []
+        scores = decision.scores if decision is not None else []
+        record = AttemptRecord(
+            pod=qpi.pod.key,
+            profile=framework.scheduler_name,
+            cycle=self.cycle,
+            attempt=qpi.attempts,
+            time=self.clock.now(),
+            result=result,
+            node=node,
+            message=message,
+            num_all_nodes=self.snapshot.num_nodes(),
+            nodes=verdicts(diagnosis, feasible, scores),
+        )
+        if diagnosis is not None and diagnosis.node_to_status.absent.reasons:
+            record.unlisted_status = diagnosis.node_to_status.absent.message()
+        preemption = state.get(PREEMPTION_RECORD)
+        if preemption is not None:
+            record.preemption = dataclasses.asdict(preemption)
+        self.on_attempt(record)
+
+    # Driving it --------------------------------------------------------------------------------
+
+    async def _every(self, period: float, action: Callable[[], None], align: bool = False) -> None:
+        if align:
+            now = self.clock.now()
+            await self.clock.sleep(math.ceil(now) - now)
+        while True:
+            try:
+                action()
+            except Exception:  # noqa: BLE001 - a periodic flush must keep running
+                logger.exception("periodic task failed")
+            await self.clock.sleep(period)
+
+    def _flush_backoff(self) -> None:
+        self.queue.flush_backoff_completed()
+        counts = self.queue.pending_counts()
+        for queue_name, count in counts.items():
+            self.metrics.set(m.PENDING_PODS, count, {"queue": queue_name})
+        self.metrics.set(m.CACHE_SIZE, self.cache.node_count(), {"type": "nodes"})
+        self.metrics.set(m.CACHE_SIZE, self.cache.pod_count(), {"type": "pods"})
+        self.metrics.set(m.CACHE_SIZE, len(self.cache.assumed_pods()), {"type": "assumed_pods"})
+
+    def _cleanup_assumed(self) -> None:
+        expired = self.cache.cleanup_expired_assumed_pods()
+        for pod in expired:
+            logger.warning("assumed pod %s expired without a confirmed binding", pod.key)
+
+    def start_periodic_tasks(self) -> list[asyncio.Task[None]]:
+        loop = asyncio.get_running_loop()
+        return [
+            loop.create_task(self._every(BACKOFF_FLUSH_PERIOD, self._flush_backoff, align=True)),
+            loop.create_task(
+                self._every(UNSCHEDULABLE_FLUSH_PERIOD, self.queue.flush_unschedulable_leftover)
+            ),
+            loop.create_task(self._every(ASSUMED_CLEANUP_PERIOD, self._cleanup_assumed)),
+        ]
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Schedule until ``stop`` is set; yields to the event loop between pods."""
+        periodic = self.start_periodic_tasks()
+        stop_waiter = asyncio.ensure_future(stop.wait())
+        try:
+            while not stop.is_set():
+                self._wakeup.clear()
+                if self.active and self.schedule_one():
+                    await asyncio.sleep(0)
+                    continue
+                wakeup = asyncio.ensure_future(self._wakeup.wait())
+                await asyncio.wait({wakeup, stop_waiter}, return_when=asyncio.FIRST_COMPLETED)
+                wakeup.cancel()
+        finally:
+            stop_waiter.cancel()
+            for task in periodic:
+                task.cancel()
+            await asyncio.gather(*periodic, return_exceptions=True)

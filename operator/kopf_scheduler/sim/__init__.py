@@ -1,0 +1,6 @@
+"""The in-memory cluster: the same scheduler, driven against simulated nodes and pods.
+
+It serves the ``simulate`` command (policy trials, what-if questions, the demo), end-to-end tests
+of the scheduling path without an API server, and the in-process benchmarks. Time is virtual:
+grace periods and backoffs pass instantly, and the same input and seed give the same output.
+"""

@@ -1,0 +1,308 @@
+"""An in-memory stand-in for the API server, the kubelet and the disruption controller.
+
+It keeps raw objects, bumps resource versions, and delivers every change to the scheduler's
+event handlers, like a watch would. It implements the write ports the scheduler uses (binding,
+status patches, deletion, events) with the API server's rules that matter to scheduling:
+binding sets ``spec.nodeName`` and the PodScheduled condition, a bound pod being deleted stays
+terminating for its grace period, and PodDisruptionBudget status is kept up to date.
+"""
+
+from __future__ import annotations
+
+import copy
+import heapq
+import itertools
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kopf_scheduler.informer.handlers import ADDED, DELETED, MODIFIED
+from kopf_scheduler.model.pdb import PodDisruptionBudget
+from kopf_scheduler.model.pod import DISRUPTION_TARGET, Pod
+from kopf_scheduler.model.timeutil import format_timestamp
+from kopf_scheduler.ports import ConflictError, Event, NotFoundError, PodRef, PodStatusPatch
+from kopf_scheduler.sim.clock import VirtualClock
+
+Raw = dict[str, Any]
+Listener = Callable[[str, str, Mapping[str, Any]], None]
+"""``listener(kind, event_type, raw)`` receives every change."""
+
+
+@dataclass
+class RecordedEvent:
+    time: float
+    type: str
+    reason: str
+    object: str
+    message: str
+    action: str
+    reporting_controller: str
+    related: str = ""
+
+
+class InMemoryCluster:
+    def __init__(self, clock: VirtualClock) -> None:
+        self.clock = clock
+        self.nodes: dict[str, Raw] = {}
+        self.pods: dict[str, Raw] = {}
+        self.pdbs: dict[str, Raw] = {}
+        self.priority_classes: dict[str, Raw] = {}
+        self.namespaces: dict[str, Raw] = {}
+        self.events: list[RecordedEvent] = []
+        self.deleted: dict[str, Raw] = {}
+        """Pods removed from the cluster, by key, as they were last seen."""
+        self.static_pdb_status: set[str] = set()
+        """PDBs whose status came with the scenario (not recomputed)."""
+        self.generation = 0
+        """Counts every change; the simulation stops when nothing changes any more."""
+        self._listeners: list[Listener] = []
+        self._versions = itertools.count(1)
+        self._uids = itertools.count(1)
+        self._deletions: list[tuple[float, int, str, str]] = []
+        self._deletion_sequence = itertools.count()
+
+    # Watching --------------------------------------------------------------------------------
+
+    def subscribe(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def _emit(self, kind: str, event_type: str, raw: Raw) -> None:
+        self.generation += 1
+        for listener in self._listeners:
+            listener(kind, event_type, raw)
+
+    def _stamp(self, raw: Raw) -> Raw:
+        metadata = raw.setdefault("metadata", {})
+        metadata["resourceVersion"] = str(next(self._versions))
+        return raw
+
+    # Creating objects ------------------------------------------------------------------------
+
+    def create(self, raw: Mapping[str, Any]) -> Raw:
+        obj: Raw = copy.deepcopy(dict(raw))
+        kind = obj.get("kind", "")
+        metadata = obj.setdefault("metadata", {})
+        if kind in ("Pod", "PodDisruptionBudget"):
+            metadata.setdefault("namespace", "default")
+        metadata.setdefault("uid", f"{kind.lower()}-{next(self._uids):05d}")
+        metadata.setdefault("creationTimestamp", format_timestamp(self.clock.now()))
+        self._stamp(obj)
+        name = metadata["name"]
+        if kind == "Node":
+            self.nodes[name] = obj
+        elif kind == "Pod":
+            spec = obj.setdefault("spec", {})
+            self._admit_priority(spec)
+            status = obj.setdefault("status", {})
+            if spec.get("nodeName"):
+                status.setdefault("phase", "Running")
+                status.setdefault("startTime", format_timestamp(self.clock.now()))
+            else:
+                status.setdefault("phase", "Pending")
+            self.pods[f"{metadata['namespace']}/{name}"] = obj
+        elif kind == "PodDisruptionBudget":
+            key = f"{metadata['namespace']}/{name}"
+            if "disruptionsAllowed" in (obj.get("status") or {}):
+                self.static_pdb_status.add(key)
+            self.pdbs[key] = obj
+        elif kind == "PriorityClass":
+            self.priority_classes[name] = obj
+        elif kind == "Namespace":
+            self.namespaces[name] = obj
+        else:
+            raise ValueError(f"unsupported kind {kind!r}")
+        self._emit(kind, ADDED, obj)
+        if kind in ("Pod", "PodDisruptionBudget"):
+            self.update_pdb_status()
+        return obj
+
+    def _admit_priority(self, spec: Raw) -> None:
+        """What the Priority admission plugin does: resolve the class into the pod spec."""
+        if spec.get("priority") is not None:
+            return
+        class_name = spec.get("priorityClassName")
+        chosen: Raw | None = None
+        if class_name:
+            chosen = self.priority_classes.get(class_name)
+        else:
+            defaults = [c for c in self.priority_classes.values() if c.get("globalDefault")]
+            chosen = min(defaults, key=lambda c: int(c["value"])) if defaults else None
+            if chosen is not None:
+                spec["priorityClassName"] = chosen["metadata"]["name"]
+        spec["priority"] = int(chosen["value"]) if chosen is not None else 0
+        if chosen is not None:
+            spec.setdefault("preemptionPolicy", chosen.get("preemptionPolicy") or "PreemptLowerPriority")
+
+    # The disruption controller ---------------------------------------------------------------
+
+    def update_pdb_status(self) -> None:
+        """Recompute ``disruptionsAllowed`` like the disruption controller, for bare pods."""
+        for key, raw in self.pdbs.items():
+            if key in self.static_pdb_status:
+                continue
+            allowed = self._disruptions_allowed(raw)
+            status = raw.setdefault("status", {})
+            if status.get("disruptionsAllowed") != allowed:
+                status["disruptionsAllowed"] = allowed
+                self._stamp(raw)
+                self._emit("PodDisruptionBudget", MODIFIED, raw)
+
+    def _disruptions_allowed(self, raw: Raw) -> int:
+        pdb = PodDisruptionBudget(raw)
+        matching = []
+        for pod_raw in self.pods.values():
+            metadata = pod_raw["metadata"]
+            if metadata.get("namespace") != pdb.namespace:
+                continue
+            labels = metadata.get("labels") or {}
+            if pdb.selector.matches_nothing or not pdb.selector.matches(labels):
+                continue
+            matching.append(pod_raw)
+        expected = len(matching)
+        healthy = sum(
+            1
+            for p in matching
+            if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")
+        )
+        desired = _desired_healthy(pdb, expected)
+        return max(0, healthy - desired)
+
+    # The write ports -------------------------------------------------------------------------
+
+    def _live(self, ref: PodRef) -> Raw:
+        raw = self.pods.get(ref.key)
+        if raw is None or raw["metadata"].get("uid") != ref.uid:
+            raise NotFoundError(f'pods "{ref.name}" not found')
+        return raw
+
+    async def bind(self, pod: Pod, node_name: str) -> None:
+        raw = self._live(pod)
+        spec = raw["spec"]
+        if spec.get("nodeName"):
+            if spec["nodeName"] == node_name:
+                return
+            raise ConflictError(f"pod {pod.key} is already assigned to node {spec['nodeName']!r}")
+        if node_name not in self.nodes:
+            raise NotFoundError(f'nodes "{node_name}" not found')
+        spec["nodeName"] = node_name
+        status = raw.setdefault("status", {})
+        now = format_timestamp(self.clock.now())
+        _set_condition(status, {"type": "PodScheduled", "status": "True", "reason": "",
+                                "message": "", "lastProbeTime": None, "lastTransitionTime": now})
+        status["phase"] = "Running"
+        status["startTime"] = now
+        status.pop("nominatedNodeName", None)
+        self._stamp(raw)
+        self._emit("Pod", MODIFIED, raw)
+        self.update_pdb_status()
+
+    async def patch_status(self, pod: PodRef, patch: PodStatusPatch) -> None:
+        raw = self._live(pod)
+        status = raw.setdefault("status", {})
+        for condition in patch.conditions:
+            _set_condition(status, dict(condition))
+        if patch.set_nominated_node_name:
+            if patch.nominated_node_name:
+                status["nominatedNodeName"] = patch.nominated_node_name
+            else:
+                status.pop("nominatedNodeName", None)
+        self._stamp(raw)
+        self._emit("Pod", MODIFIED, raw)
+
+    async def delete_pod(self, pod: Pod) -> None:
+        try:
+            raw = self._live(pod)
+        except NotFoundError:
+            return
+        metadata = raw["metadata"]
+        if metadata.get("deletionTimestamp"):
+            return
+        if not raw["spec"].get("nodeName"):
+            self._remove(pod.key)
+            return
+        grace = raw["spec"].get("terminationGracePeriodSeconds")
+        grace = 30 if grace is None else max(0, int(grace))
+        if grace == 0:
+            self._remove(pod.key)
+            return
+        deadline = self.clock.now() + grace
+        metadata["deletionTimestamp"] = format_timestamp(math.ceil(deadline))
+        metadata["deletionGracePeriodSeconds"] = grace
+        self._stamp(raw)
+        self._emit("Pod", MODIFIED, raw)
+        heapq.heappush(
+            self._deletions, (deadline, next(self._deletion_sequence), pod.key, pod.uid)
+        )
+        self.update_pdb_status()
+
+    def record(self, event: Event) -> None:
+        related = event.related.key if event.related is not None else ""
+        self.events.append(
+            RecordedEvent(
+                self.clock.now(),
+                event.type,
+                event.reason,
+                event.regarding.key,
+                event.note,
+                event.action,
+                event.reporting_controller,
+                related,
+            )
+        )
+
+    # The kubelet finishing deletions -------------------------------------------------------------
+
+    def next_deletion(self) -> float | None:
+        return self._deletions[0][0] if self._deletions else None
+
+    def finish_due_deletions(self) -> None:
+        now = self.clock.now()
+        while self._deletions and self._deletions[0][0] <= now:
+            _, _, key, uid = heapq.heappop(self._deletions)
+            raw = self.pods.get(key)
+            if raw is not None and raw["metadata"].get("uid") == uid:
+                self._remove(key)
+
+    def _remove(self, key: str) -> None:
+        raw = self.pods.pop(key)
+        self.deleted[key] = raw
+        self._stamp(raw)
+        self._emit("Pod", DELETED, raw)
+        self.update_pdb_status()
+
+    def was_preempted(self, key: str) -> bool:
+        raw = self.deleted.get(key)
+        if raw is None:
+            return False
+        for condition in (raw.get("status") or {}).get("conditions") or []:
+            if condition.get("type") == DISRUPTION_TARGET and condition.get("status") == "True":
+                return True
+        return False
+
+
+def _set_condition(status: Raw, condition: Raw) -> None:
+    conditions = status.setdefault("conditions", [])
+    for index, existing in enumerate(conditions):
+        if existing.get("type") == condition.get("type"):
+            if existing.get("status") == condition.get("status") and existing.get(
+                "lastTransitionTime"
+            ):
+                condition["lastTransitionTime"] = existing["lastTransitionTime"]
+            conditions[index] = condition
+            return
+    conditions.append(condition)
+
+
+def _scaled(value: int | str, total: int) -> int:
+    if isinstance(value, int):
+        return value
+    return math.ceil(total * int(value[:-1]) / 100)
+
+
+def _desired_healthy(pdb: PodDisruptionBudget, expected: int) -> int:
+    if pdb.min_available is not None:
+        return _scaled(pdb.min_available, expected)
+    if pdb.max_unavailable is not None:
+        return max(0, expected - _scaled(pdb.max_unavailable, expected))
+    return expected

@@ -1,0 +1,175 @@
+"""Turn a simulation result into the documented JSON shape, YAML, or a readable table."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+from kopf_scheduler.preemption.record import OUTCOME_NOMINATED
+from kopf_scheduler.sim.runner import SimulationResult
+
+
+def _pod_entry(result: SimulationResult, key: str, raw: dict[str, Any], deleted: bool) -> dict[str, Any]:
+    spec = raw.get("spec") or {}
+    status = raw.get("status") or {}
+    profiles = result.scheduler.profiles
+    scheduler_name = spec.get("schedulerName") or "default-scheduler"
+    message = ""
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+            message = condition.get("message") or ""
+    if deleted:
+        state = "Preempted" if result.cluster.was_preempted(key) else "Deleted"
+    elif spec.get("nodeName"):
+        state = "Bound"
+    elif scheduler_name not in profiles:
+        state = "NotOurs"
+    else:
+        state = "Pending"
+    namespace, name = key.split("/", 1)
+    return {
+        "namespace": namespace,
+        "name": name,
+        "node": spec.get("nodeName") or None,
+        "nominatedNode": status.get("nominatedNodeName") or None,
+        "status": state,
+        "priority": spec.get("priority") or 0,
+        "message": message,
+    }
+
+
+def build_report(result: SimulationResult, *, explain: bool = False) -> dict[str, Any]:
+    cluster = result.cluster
+    pods: list[dict[str, Any]] = []
+    for key in sorted(set(cluster.pods) | set(cluster.deleted)):
+        if key in cluster.pods:
+            pods.append(_pod_entry(result, key, cluster.pods[key], False))
+        else:
+            pods.append(_pod_entry(result, key, cluster.deleted[key], True))
+    preemptions = []
+    for attempt in result.attempts:
+        record = attempt.preemption
+        if record is not None and record.get("outcome") == OUTCOME_NOMINATED:
+            preemptions.append(
+                {
+                    "preemptor": record["preemptor"],
+                    "node": record["nominated_node"],
+                    "victims": list(record["victims"]),
+                    "pdbViolations": record["num_pdb_violations"],
+                    "decidedBy": record["deciding_criterion"],
+                }
+            )
+    events = [
+        {
+            "type": e.type,
+            "reason": e.reason,
+            "object": e.object,
+            "message": e.message,
+            "time": round(e.time - result.cluster.clock.now() + result.virtual_seconds, 3),
+        }
+        for e in cluster.events
+    ]
+    summary = {
+        "bound": sum(1 for p in pods if p["status"] == "Bound"),
+        "pending": sum(1 for p in pods if p["status"] == "Pending"),
+        "preempted": sum(1 for p in pods if p["status"] == "Preempted"),
+        "notOurs": sum(1 for p in pods if p["status"] == "NotOurs"),
+        "virtualSeconds": round(result.virtual_seconds, 3),
+    }
+    report: dict[str, Any] = {"pods": pods, "preemptions": preemptions, "events": events, "summary": summary}
+    if explain:
+        report["attempts"] = [a.as_dict() for a in result.attempts]
+    return report
+
+
+def render_json(report: dict[str, Any]) -> str:
+    return json.dumps(report, indent=2, sort_keys=False)
+
+
+def render_yaml(report: dict[str, Any]) -> str:
+    return yaml.safe_dump(report, sort_keys=False, width=120)
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [len(h) for h in headers]
+    for row in rows:
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    return lines
+
+
+def render_table(report: dict[str, Any]) -> str:
+    lines = ["PODS"]
+    lines += _table(
+        ["NAMESPACE/NAME", "PRIORITY", "STATUS", "NODE", "NOMINATED", "MESSAGE"],
+        [
+            [
+                f"{p['namespace']}/{p['name']}",
+                str(p["priority"]),
+                p["status"],
+                p["node"] or "-",
+                p["nominatedNode"] or "-",
+                (p["message"][:90] + "...") if len(p["message"]) > 93 else p["message"],
+            ]
+            for p in report["pods"]
+        ],
+    )
+    lines += ["", "PREEMPTIONS"]
+    if report["preemptions"]:
+        lines += _table(
+            ["PREEMPTOR", "NODE", "VICTIMS", "PDB VIOLATIONS", "DECIDED BY"],
+            [
+                [p["preemptor"], p["node"], ", ".join(p["victims"]), str(p["pdbViolations"]), p["decidedBy"]]
+                for p in report["preemptions"]
+            ],
+        )
+    else:
+        lines.append("(none)")
+    lines += ["", "EVENTS"]
+    lines += _table(
+        ["TIME", "TYPE", "REASON", "OBJECT", "MESSAGE"],
+        [[f"{e['time']:g}s", e["type"], e["reason"], e["object"], e["message"]] for e in report["events"]],
+    )
+    summary = report["summary"]
+    lines += [
+        "",
+        f"SUMMARY  bound={summary['bound']} pending={summary['pending']} "
+        f"preempted={summary['preempted']} not-ours={summary['notOurs']} "
+        f"virtual-time={summary['virtualSeconds']:g}s",
+    ]
+    if "attempts" in report:
+        lines += ["", "EXPLANATIONS"]
+        lines += render_explanations(report["attempts"])
+    return "\n".join(lines) + "\n"
+
+
+def render_explanations(attempts: list[dict[str, Any]]) -> list[str]:
+    lines: list[str] = []
+    for attempt in attempts:
+        head = f"{attempt['pod']} attempt {attempt['attempt']}: {attempt['result']}"
+        if attempt.get("node"):
+            head += f" on {attempt['node']}"
+        lines.append(head)
+        for node in attempt["nodes"]:
+            if node["feasible"]:
+                scores = ", ".join(f"{k}={v}" for k, v in node["scores"].items())
+                lines.append(f"  {node['node']}: feasible, total {node['total']}" + (f" ({scores})" if scores else ""))
+            else:
+                lines.append(f"  {node['node']}: rejected by {node['plugin'] or '-'} ({node['code']}): {'; '.join(node['reasons'])}")
+        if attempt.get("unlistedNodes"):
+            lines.append(f"  other nodes: {attempt['unlistedNodes']}")
+        preemption = attempt.get("preemption")
+        if preemption:
+            lines.append(f"  preemption: {preemption['outcome']}" + (f" on {preemption['nominated_node']}" if preemption.get("nominated_node") else "") + (f" ({preemption['reason']})" if preemption.get("reason") else ""))
+            for candidate in preemption.get("candidates") or []:
+                verdict = "chosen" if not candidate.get("eliminated_by") else f"lost on {candidate['eliminated_by']}"
+                criteria = candidate["criteria"]
+                lines.append(
+                    f"    candidate {candidate['node']}: victims [{', '.join(candidate['victims'])}], "
+                    f"pdb violations {criteria['num_pdb_violations']}, highest victim priority "
+                    f"{criteria['highest_victim_priority']}, victims {criteria['num_victims']}: {verdict}"
+                )
+    return lines

@@ -1,0 +1,179 @@
+"""Run a scenario through the real scheduler on the in-memory cluster until nothing changes.
+
+The driver calls the scheduler's own cycle, lets background tasks (bindings, patches, victim
+deletions) finish, and then jumps virtual time to the next thing that can happen: a backoff
+expiring, a terminating pod disappearing, a timer. When only unschedulable pods remain it gives
+them one retry after the periodic flush; if that changes nothing, the run is over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kopf_scheduler.assembly import ClusterView, Ports, build_scheduler
+from kopf_scheduler.config.types import SchedulerConfig
+from kopf_scheduler.informer.handlers import EventHandlers
+from kopf_scheduler.informer.store import Store
+from kopf_scheduler.model.errors import InvalidObjectError
+from kopf_scheduler.model.timeutil import format_timestamp
+from kopf_scheduler.informer.handlers import invalid_pod_message
+from kopf_scheduler.ports import Event, NotFoundError, ObjectRef, PodStatusPatch
+from kopf_scheduler.scheduler.explain import AttemptRecord
+from kopf_scheduler.scheduler.failure import POD_SCHEDULED, REASON_UNSCHEDULABLE
+from kopf_scheduler.scheduler.loop import Scheduler
+from kopf_scheduler.sim.cluster import InMemoryCluster
+from kopf_scheduler.sim.clock import VirtualClock
+from kopf_scheduler.sim.scenario import Scenario
+
+UNSCHEDULABLE_FLUSH = 5 * 60.0 + 30.0
+SYSTEM_PRIORITY_CLASSES: tuple[dict[str, Any], ...] = (
+    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+     "metadata": {"name": "system-cluster-critical"}, "value": 2000000000},
+    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+     "metadata": {"name": "system-node-critical"}, "value": 2000001000},
+)
+
+
+@dataclass
+class SimulationResult:
+    cluster: InMemoryCluster
+    scheduler: Scheduler
+    attempts: list[AttemptRecord] = field(default_factory=list)
+    pending_order: list[str] = field(default_factory=list)
+    virtual_seconds: float = 0.0
+
+
+class Simulation:
+    def __init__(self, config: SchedulerConfig, *, seed: int = 0, max_virtual_seconds: float = 24 * 3600.0) -> None:
+        self.config = config
+        self.seed = seed
+        self.max_virtual_seconds = max_virtual_seconds
+        self.clock = VirtualClock()
+        self.cluster = InMemoryCluster(self.clock)
+        self.store = Store()
+        self.attempts: list[AttemptRecord] = []
+        self.scheduler: Scheduler | None = None
+        self.handlers: EventHandlers | None = None
+
+    def _setup(self) -> tuple[Scheduler, EventHandlers]:
+        cluster = self.cluster
+        ports = Ports(self.clock, cluster, cluster, cluster, cluster)
+        view = ClusterView(self.store.get_pod, self.store.list_pdbs)
+        scheduler = build_scheduler(
+            self.config, ports, view, seed=self.seed, on_attempt=self.attempts.append
+        )
+        handlers = EventHandlers(scheduler, self.store, self._report_invalid_pod)
+        routes = {
+            "Node": handlers.on_node,
+            "Pod": handlers.on_pod,
+            "PodDisruptionBudget": handlers.on_pdb,
+            "PriorityClass": handlers.on_priority_class,
+            "Namespace": handlers.on_namespace,
+        }
+        cluster.subscribe(lambda kind, event_type, raw: routes[kind](event_type, raw))
+        self.scheduler = scheduler
+        self.handlers = handlers
+        return scheduler, handlers
+
+    def _report_invalid_pod(
+        self, raw: Mapping[str, Any], scheduler_name: str, error: InvalidObjectError
+    ) -> None:
+        metadata = raw.get("metadata") or {}
+        ref = ObjectRef(
+            metadata.get("namespace") or "default", metadata.get("name", ""), metadata.get("uid", "")
+        )
+        message = invalid_pod_message(error)
+        self.cluster.record(
+            Event(ref, "Warning", "FailedScheduling", "Scheduling", message, scheduler_name)
+        )
+        condition = {
+            "type": POD_SCHEDULED,
+            "status": "False",
+            "reason": REASON_UNSCHEDULABLE,
+            "message": message,
+            "lastProbeTime": None,
+            "lastTransitionTime": format_timestamp(self.clock.now()),
+        }
+        assert self.scheduler is not None
+        self.scheduler.spawn(self._patch_quietly(ref, PodStatusPatch(conditions=[condition])))
+
+    async def _patch_quietly(self, ref: ObjectRef, patch: PodStatusPatch) -> None:
+        try:
+            await self.cluster.patch_status(ref, patch)
+        except NotFoundError:
+            return
+
+    async def _settle(self, scheduler: Scheduler) -> None:
+        for _ in range(100_000):
+            if not scheduler.pending_tasks:
+                return
+            await asyncio.sleep(0)
+            deadline = self.clock.next_deadline()
+            if scheduler.pending_tasks and deadline is not None and self._tasks_blocked(scheduler):
+                self.clock.advance_to(deadline)
+
+    def _tasks_blocked(self, scheduler: Scheduler) -> bool:
+        loop = asyncio.get_running_loop()
+        ready = getattr(loop, "_ready", None)
+        return ready is not None and len(ready) == 0
+
+    async def run(self, scenario: Scenario) -> SimulationResult:
+        scheduler, _ = self._setup()
+        cluster = self.cluster
+        defined = {c["metadata"]["name"] for c in scenario.priority_classes}
+        for raw in SYSTEM_PRIORITY_CLASSES:
+            if raw["metadata"]["name"] not in defined:
+                cluster.create(raw)
+        for group in (scenario.namespaces, scenario.priority_classes, scenario.nodes, scenario.running_pods, scenario.pdbs):
+            for raw in group:
+                cluster.create(raw)
+        pending_order = []
+        for raw in scenario.pending_pods:
+            created = cluster.create(raw)
+            pending_order.append(f"{created['metadata']['namespace']}/{created['metadata']['name']}")
+        start = self.clock.now()
+        await self._drive(scheduler, start)
+        return SimulationResult(cluster, scheduler, self.attempts, pending_order, self.clock.now() - start)
+
+    async def _drive(self, scheduler: Scheduler, start: float) -> None:
+        queue = scheduler.queue
+        cluster = self.cluster
+        last_forced_generation = -1
+        while self.clock.now() - start < self.max_virtual_seconds:
+            while True:
+                progressed = False
+                while scheduler.schedule_one():
+                    progressed = True
+                    await self._settle(scheduler)
+                await self._settle(scheduler)
+                if not progressed and not queue.active_pods():
+                    break
+            cluster.finish_due_deletions()
+            scheduler.cache.cleanup_expired_assumed_pods()
+            if queue.active_pods():
+                continue
+            candidates = []
+            if queue.backoff_pods():
+                candidates.append(math.floor(self.clock.now()) + 1.0)
+            deletion = cluster.next_deletion()
+            if deletion is not None:
+                candidates.append(deletion)
+            timer = self.clock.next_deadline()
+            if timer is not None:
+                candidates.append(timer)
+            if candidates:
+                self.clock.advance_to(min(candidates))
+                cluster.finish_due_deletions()
+                queue.flush_backoff_completed()
+                continue
+            if queue.unschedulable_pods() and cluster.generation != last_forced_generation:
+                last_forced_generation = cluster.generation
+                self.clock.advance_to(self.clock.now() + UNSCHEDULABLE_FLUSH)
+                queue.flush_unschedulable_leftover()
+                continue
+            break
+        await scheduler.drain()

@@ -1,0 +1,180 @@
+import pytest
+
+from kopf_scheduler.model.errors import InvalidObjectError
+from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.model.resources import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST
+from tests.builders import make_pod
+
+GI = 2**30
+
+
+@pytest.mark.parametrize(
+    ("builder", "cpu", "memory"),
+    [
+        pytest.param(make_pod("p").req(cpu="500m", memory="1Gi"), 500, GI, id="one-container"),
+        pytest.param(
+            make_pod("p").req(cpu="500m").container(cpu="250m", memory="1Gi"),
+            750,
+            GI,
+            id="containers-add-up",
+        ),
+        pytest.param(
+            make_pod("p").req(cpu="500m").init_container(cpu="2"),
+            2000,
+            0,
+            id="init-container-max",
+        ),
+        pytest.param(
+            make_pod("p").req(cpu="500m").init_container(cpu="100m"),
+            500,
+            0,
+            id="small-init-container-ignored",
+        ),
+        pytest.param(
+            make_pod("p").req(cpu="500m").init_container(sidecar=True, cpu="200m"),
+            700,
+            0,
+            id="sidecar-adds-to-containers",
+        ),
+        pytest.param(
+            make_pod("p")
+            .req(cpu="100m")
+            .init_container(sidecar=True, cpu="200m")
+            .init_container(cpu="1"),
+            1200,
+            0,
+            id="init-after-sidecar-runs-beside-it",
+        ),
+        pytest.param(
+            make_pod("p")
+            .req(cpu="100m")
+            .init_container(cpu="1")
+            .init_container(sidecar=True, cpu="200m"),
+            1000,
+            0,
+            id="init-before-sidecar-runs-alone",
+        ),
+    ],
+)
+def test_pod_requests(builder, cpu: int, memory: int) -> None:
+    pod = builder.pod()
+    assert pod.requests.milli_cpu == cpu
+    assert pod.requests.memory == memory
+
+
+def test_overhead_is_added() -> None:
+    raw = make_pod("p").req(cpu="1").obj()
+    raw["spec"]["overhead"] = {"cpu": "250m", "memory": "100Mi"}
+    pod = Pod(raw)
+    assert pod.requests.milli_cpu == 1250
+    assert pod.requests.memory == 100 * 2**20
+
+
+def test_non_zero_requests_default_missing_cpu_and_memory_per_container() -> None:
+    pod = make_pod("p").req(cpu="300m").container().pod()
+    assert pod.requests.milli_cpu == 300
+    assert pod.requests.memory == 0
+    assert pod.non_zero_requests.milli_cpu == 300 + DEFAULT_MILLI_CPU_REQUEST
+    assert pod.non_zero_requests.memory == 2 * DEFAULT_MEMORY_REQUEST
+
+
+def test_extended_resources_are_scalar() -> None:
+    pod = make_pod("p").req(**{"nvidia.com/gpu": 2}).pod()
+    assert pod.requests.scalar == {"nvidia.com/gpu": 2}
+
+
+def test_priority_defaults_to_zero_and_reads_spec() -> None:
+    assert make_pod("p").pod().priority == 0
+    assert make_pod("p").priority(-5).pod().priority == -5
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        pytest.param(
+            lambda raw: raw["spec"]["containers"][0].update(
+                {"resources": {"requests": {"cpu": "lots"}}}
+            ),
+            "spec.containers[0].resources.requests.cpu",
+            id="bad-cpu",
+        ),
+        pytest.param(
+            lambda raw: raw["spec"].update({"priority": "high"}), "spec.priority", id="bad-priority"
+        ),
+        pytest.param(
+            lambda raw: raw["spec"].update(
+                {
+                    "affinity": {
+                        "nodeAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": {
+                                "nodeSelectorTerms": [
+                                    {"matchExpressions": [{"key": "a", "operator": "Near"}]}
+                                ]
+                            }
+                        }
+                    }
+                }
+            ),
+            "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+            ".nodeSelectorTerms[0].matchExpressions[0].operator",
+            id="bad-node-affinity-operator",
+        ),
+        pytest.param(
+            lambda raw: raw["spec"].update(
+                {
+                    "affinity": {
+                        "podAntiAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": [
+                                {"labelSelector": {"matchLabels": {"a": "b"}}}
+                            ]
+                        }
+                    }
+                }
+            ),
+            "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]"
+            ".topologyKey",
+            id="anti-affinity-without-topology-key",
+        ),
+        pytest.param(
+            lambda raw: raw["spec"].update(
+                {"topologySpreadConstraints": [{"maxSkew": 0, "topologyKey": "zone",
+                                                "whenUnsatisfiable": "DoNotSchedule"}]}
+            ),
+            "spec.topologySpreadConstraints[0].maxSkew",
+            id="zero-max-skew",
+        ),
+        pytest.param(
+            lambda raw: raw["spec"].update({"tolerations": [{"key": "k", "operator": "Maybe"}]}),
+            "spec.tolerations[0].operator",
+            id="bad-toleration-operator",
+        ),
+        pytest.param(
+            lambda raw: raw["metadata"].update({"labels": {"a": 1}}),
+            "metadata.labels",
+            id="non-string-label",
+        ),
+    ],
+)
+def test_malformed_pods_name_the_field(mutate, field: str) -> None:
+    raw = make_pod("p").obj()
+    mutate(raw)
+    with pytest.raises(InvalidObjectError) as info:
+        Pod(raw)
+    assert info.value.field == field
+
+
+def test_assigned_to_copies_view_with_node() -> None:
+    pod = make_pod("p").req(cpu="1").pod()
+    assumed = pod.assigned_to("n1")
+    assert assumed.node_name == "n1"
+    assert pod.node_name == ""
+    assert assumed.uid == pod.uid
+    assert assumed.requests is pod.requests
+
+
+def test_preempted_by_scheduler_needs_deletion_and_condition() -> None:
+    base = make_pod("p").condition("DisruptionTarget", "True", "PreemptionByScheduler")
+    assert not base.pod().is_preempted_by_scheduler
+    assert base.terminating().pod().is_preempted_by_scheduler
+    other = make_pod("q").terminating().condition("DisruptionTarget", "True", "EvictionByEvictionAPI")
+    assert not other.pod().is_preempted_by_scheduler
