@@ -660,6 +660,10 @@ class LocalCluster:
 
     def api(self, method: str, path: str, body: Any = None, token: str | None = None) -> Any:
         """One JSON request to the apiserver (admin token unless ``token`` is given)."""
+        return json.loads(self.request(method, path, body, token) or b"null")
+
+    def request(self, method: str, path: str, body: Any = None, token: str | None = None) -> bytes:
+        """One raw request to the apiserver; raises ``urllib.error.HTTPError`` on 4xx/5xx."""
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(self.server + path, data=data, method=method)
         request.add_header("Authorization", f"Bearer {token or self.admin_token}")
@@ -667,7 +671,7 @@ class LocalCluster:
         if data is not None:
             request.add_header("Content-Type", "application/json")
         with urllib.request.urlopen(request, context=self._ssl_context(), timeout=30) as response:
-            return json.loads(response.read() or b"null")
+            return bytes(response.read())
 
     def _ssl_context(self) -> ssl.SSLContext:
         if self.ca_file.exists():
@@ -689,8 +693,8 @@ class LocalCluster:
 
     def _api_ok(self, path: str) -> bool:
         try:
-            self.api("GET", path)
-        except (OSError, ValueError, KeyError):
+            self.request("GET", path)
+        except (OSError, KeyError):
             return False
         return True
 

@@ -117,6 +117,7 @@ def build_scheduler(
         metrics=metrics,
         on_attempt=on_attempt,
     )
+    scheduler.nominations.enabled = config.extensions.nomination_hygiene
     scheduler_ref.append(scheduler)
     for handle in handles.values():
         handle.nominator = queue.nominator

@@ -20,6 +20,7 @@ from kopf_scheduler.config.types import (
     EXTENSION_POINT_NAMES,
     ClientConnection,
     Explanations,
+    Extensions,
     LeaderElection,
     PluginRef,
     PluginSet,
@@ -45,7 +46,7 @@ _TOP_LEVEL = {
     "enableProfiling",
     "enableContentionProfiling",
     "delayCacheUntilActive",
-    "explanations",
+    "kopfScheduler",
 }
 
 
@@ -236,7 +237,7 @@ def _client_connection(raw: Any) -> ClientConnection:
 
 
 def _explanations(raw: Any) -> Explanations:
-    field = "explanations"
+    field = "kopfScheduler.explanations"
     raw = _mapping(raw, field)
     _check_fields(raw, {"annotate", "maxBytes"}, field)
     annotate = _str(raw, "annotate", field, "failures")
@@ -245,6 +246,16 @@ def _explanations(raw: Any) -> Explanations:
     max_bytes = _int(raw, "maxBytes", field, 16384, low=1024, high=200_000)
     assert max_bytes is not None
     return Explanations(annotate, max_bytes)
+
+
+def _extensions(raw: Any) -> Extensions:
+    field = "kopfScheduler"
+    raw = _mapping(raw, field)
+    _check_fields(raw, {"explanations", "nominationHygiene"}, field)
+    return Extensions(
+        explanations=_explanations(raw.get("explanations")),
+        nomination_hygiene=_bool(raw, "nominationHygiene", field, True),
+    )
 
 
 def parse_config(raw: Any) -> SchedulerConfig:
@@ -292,7 +303,7 @@ def parse_config(raw: Any) -> SchedulerConfig:
         parallelism=parallelism,
         leader_election=_leader_election(raw.get("leaderElection")),
         client_connection=_client_connection(raw.get("clientConnection")),
-        explanations=_explanations(raw.get("explanations")),
+        extensions=_extensions(raw.get("kopfScheduler")),
     )
     validate_profiles(config)
     return config

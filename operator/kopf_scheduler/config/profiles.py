@@ -70,8 +70,9 @@ def _instantiate(
             instances[name] = registry.factory(name)(args, handle)
         except (InvalidArgsError, InvalidObjectError) as error:
             position = list(profile.plugin_config).index(name) if name in profile.plugin_config else 0
+            field = error.field.removeprefix("args").lstrip(".")
             raise ConfigError(
-                _profile_field(index, f"pluginConfig[{position}].args.{error.field}"),
+                _profile_field(index, f"pluginConfig[{position}].args" + (f".{field}" if field else "")),
                 error.reason,
             ) from None
     return instances

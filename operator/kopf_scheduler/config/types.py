@@ -75,6 +75,17 @@ class Explanations:
 
 
 @dataclass(frozen=True)
+class Extensions:
+    """kopf-scheduler's own settings, under the top-level key ``kopfScheduler``.
+
+    kube-scheduler rejects this key: remove it when moving a config file there.
+    """
+
+    explanations: Explanations = field(default_factory=Explanations)
+    nomination_hygiene: bool = True
+
+
+@dataclass(frozen=True)
 class SchedulerConfig:
     profiles: tuple[Profile, ...] = (Profile(),)
     percentage_of_nodes_to_score: int | None = None
@@ -83,7 +94,7 @@ class SchedulerConfig:
     parallelism: int = 16
     leader_election: LeaderElection = field(default_factory=LeaderElection)
     client_connection: ClientConnection = field(default_factory=ClientConnection)
-    explanations: Explanations = field(default_factory=Explanations)
+    extensions: Extensions = field(default_factory=Extensions)
 
     def profile(self, scheduler_name: str) -> Profile | None:
         for profile in self.profiles:

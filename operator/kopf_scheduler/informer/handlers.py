@@ -126,6 +126,7 @@ class EventHandlers:
         if event_type == DELETED:
             self._nodes.pop(name, None)
             cache.remove_node(name)
+            self.scheduler.nominations.node_gone(name, "node deleted")
             queue.move_all_to_active_or_backoff_queue(NODE_DELETE, None, None)
             return
         try:
@@ -141,6 +142,8 @@ class EventHandlers:
         if old is None:
             queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, node)
             return
+        if node.unschedulable and not old.unschedulable:
+            self.scheduler.nominations.node_gone(name, "node marked unschedulable")
         for event in node_update_events(old, node):
             queue.move_all_to_active_or_backoff_queue(event, old, node)
 
@@ -259,6 +262,7 @@ class EventHandlers:
             # It was pending and is now bound (by us, or by someone else): leave the queue.
             queue.delete(old)
             old = None
+        self.scheduler.nominations.bound(pod)
         if old is None:
             cache.add_pod(pod)
             queue.assigned_pod_added(pod)

@@ -50,6 +50,7 @@ from kopf_scheduler.scheduler.algorithm import (
     SchedulingError,
 )
 from kopf_scheduler.scheduler.explain import AttemptRecord, verdicts
+from kopf_scheduler.scheduler.nominations import NominationHygiene
 from kopf_scheduler.scheduler.failure import (
     REASON_SCHEDULER_ERROR,
     REASON_UNSCHEDULABLE,
@@ -97,6 +98,13 @@ class Scheduler:
         self._wakeup = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self._binding_tasks = 0
+        self.nominations = NominationHygiene(
+            enabled=True,
+            status_writer=status_writer,
+            nominated_pods_for_node=queue.nominator.nominated_pods_for_node,
+            forget=queue.nominator.delete_nominated_pod_if_exists,
+            spawn=self.spawn,
+        )
 
     # Background tasks ------------------------------------------------------------------------
 
@@ -355,6 +363,7 @@ class Scheduler:
             qpi.unschedulable_plugins = set(fit.diagnosis.unschedulable_plugins)
             qpi.pending_plugins = set(fit.diagnosis.pending_plugins)
 
+        nominating = self.nominations.after_failure(pod, fit, nominating)
         cached = self.get_pod(pod.key)
         if cached is None or cached.uid != pod.uid:
             self.queue.done(pod.uid)

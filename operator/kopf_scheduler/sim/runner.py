@@ -58,6 +58,8 @@ class Simulation:
         self.attempts: list[AttemptRecord] = []
         self.scheduler: Scheduler | None = None
         self.handlers: EventHandlers | None = None
+        self.pending_order: list[str] = []
+        self.started = self.clock.now()
 
     def _setup(self) -> tuple[Scheduler, EventHandlers]:
         cluster = self.cluster
@@ -121,23 +123,53 @@ class Simulation:
         ready = getattr(loop, "_ready", None)
         return ready is not None and len(ready) == 0
 
-    async def run(self, scenario: Scenario) -> SimulationResult:
+    def start(self) -> Scheduler:
+        """Wire the scheduler to the in-memory cluster (call inside the event loop)."""
+        if self.scheduler is not None:
+            return self.scheduler
         scheduler, _ = self._setup()
+        for raw in SYSTEM_PRIORITY_CLASSES:
+            self.cluster.create(raw)
+        return scheduler
+
+    def apply(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        """Create an object in the cluster (the scheduler sees it at once)."""
+        return self.cluster.create(raw)
+
+    async def run_until_quiet(self) -> None:
+        """Schedule, let time pass, and stop when nothing more can happen."""
+        scheduler = self.start()
+        await self._drive(scheduler, self.clock.now())
+
+    def result(self) -> SimulationResult:
+        assert self.scheduler is not None
+        return SimulationResult(
+            self.cluster, self.scheduler, self.attempts, self.pending_order, self.clock.now() - self.started
+        )
+
+    async def run(self, scenario: Scenario) -> SimulationResult:
+        scheduler = self._setup()[0]
         cluster = self.cluster
         defined = {c["metadata"]["name"] for c in scenario.priority_classes}
         for raw in SYSTEM_PRIORITY_CLASSES:
             if raw["metadata"]["name"] not in defined:
                 cluster.create(raw)
-        for group in (scenario.namespaces, scenario.priority_classes, scenario.nodes, scenario.running_pods, scenario.pdbs):
+        groups = (
+            scenario.namespaces,
+            scenario.priority_classes,
+            scenario.nodes,
+            scenario.running_pods,
+            scenario.pdbs,
+        )
+        for group in groups:
             for raw in group:
                 cluster.create(raw)
-        pending_order = []
         for raw in scenario.pending_pods:
             created = cluster.create(raw)
-            pending_order.append(f"{created['metadata']['namespace']}/{created['metadata']['name']}")
-        start = self.clock.now()
-        await self._drive(scheduler, start)
-        return SimulationResult(cluster, scheduler, self.attempts, pending_order, self.clock.now() - start)
+            metadata = created["metadata"]
+            self.pending_order.append(f"{metadata['namespace']}/{metadata['name']}")
+        await self._drive(scheduler, self.clock.now())
+        return self.result()
 
     async def _drive(self, scheduler: Scheduler, start: float) -> None:
         queue = scheduler.queue

@@ -1,0 +1,196 @@
+"""The scheduling loop end to end on the in-memory cluster: what a user would see."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kopf_scheduler.config.loader import default_config, parse_config
+from kopf_scheduler.sim.runner import Simulation
+from tests.builders import make_node, make_pdb, make_pod
+
+SCHED = "kopf-scheduler"
+
+
+def pod(name: str, **requests: str) -> Any:
+    return make_pod(name).scheduler(SCHED).req(**requests)
+
+
+def conditions(sim: Simulation, key: str) -> dict[str, dict[str, Any]]:
+    raw = sim.cluster.pods[key]
+    return {c["type"]: c for c in raw["status"].get("conditions", [])}
+
+
+def events(sim: Simulation, reason: str | None = None) -> list[tuple[str, str, str]]:
+    return [
+        (e.reason, e.object, e.message)
+        for e in sim.cluster.events
+        if reason is None or e.reason == reason
+    ]
+
+
+async def test_binds_and_reports_scheduled() -> None:
+    sim = Simulation(default_config())
+    sim.start()
+    sim.apply(make_node("n1").obj())
+    sim.apply(pod("p", cpu="1").obj())
+    await sim.run_until_quiet()
+    assert sim.cluster.pods["default/p"]["spec"]["nodeName"] == "n1"
+    assert events(sim) == [("Scheduled", "default/p", "Successfully assigned default/p to n1")]
+    assert sim.cluster.events[0].reporting_controller == SCHED
+    assert sim.cluster.events[0].type == "Normal"
+
+
+async def test_unschedulable_pod_gets_condition_and_event_then_binds_when_a_node_appears() -> None:
+    sim = Simulation(default_config())
+    sim.start()
+    sim.apply(make_node("n1").capacity(cpu="3", memory="1Gi", pods=10).obj())
+    sim.apply(make_pod("equal").req(cpu="2").node("n1").obj())
+    sim.apply(make_node("n2").capacity(cpu="4", memory="1Gi", pods=10).taint("dedicated", "x").obj())
+    sim.apply(pod("big", cpu="2").obj())
+    await sim.run_until_quiet()
+    message = (
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s). "
+        "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
+        "1 Preemption is not helpful for scheduling."
+    )
+    condition = conditions(sim, "default/big")["PodScheduled"]
+    assert (condition["status"], condition["reason"], condition["message"]) == ("False", "Unschedulable", message)
+    assert events(sim, "FailedScheduling")[0] == ("FailedScheduling", "default/big", message)
+    sim.apply(make_node("n3").capacity(cpu="4", memory="8Gi", pods=10).obj())
+    await sim.run_until_quiet()
+    assert sim.cluster.pods["default/big"]["spec"]["nodeName"] == "n3"
+    assert conditions(sim, "default/big")["PodScheduled"]["status"] == "True"
+
+
+async def test_higher_priority_pod_gets_the_only_slot() -> None:
+    sim = Simulation(default_config())
+    sim.start()
+    sim.apply(make_node("n1").capacity(cpu="1", memory="1Gi", pods=10).obj())
+    sim.apply(pod("low", cpu="1").priority(1).preemption_policy("Never").obj())
+    sim.apply(pod("high", cpu="1").priority(100).preemption_policy("Never").obj())
+    await sim.run_until_quiet()
+    assert sim.cluster.pods["default/high"]["spec"].get("nodeName") == "n1"
+    assert not sim.cluster.pods["default/low"]["spec"].get("nodeName")
+
+
+async def test_pods_of_other_schedulers_are_never_touched() -> None:
+    sim = Simulation(default_config())
+    sim.start()
+    sim.apply(make_node("n1").obj())
+    sim.apply(make_pod("theirs").scheduler("default-scheduler").obj())
+    sim.apply(make_pod("unnamed").obj())
+    await sim.run_until_quiet()
+    for key in ("default/theirs", "default/unnamed"):
+        raw = sim.cluster.pods[key]
+        assert not raw["spec"].get("nodeName")
+        assert "conditions" not in raw["status"]
+    assert events(sim) == []
+
+
+async def test_malformed_pod_is_reported_and_others_still_schedule() -> None:
+    sim = Simulation(default_config())
+    sim.start()
+    sim.apply(make_node("n1").obj())
+    bad = pod("bad").obj()
+    bad["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "two"}}
+    sim.apply(bad)
+    sim.apply(pod("good", cpu="1").obj())
+    await sim.run_until_quiet()
+    message = (
+        "invalid pod: spec.containers[0].resources.requests.cpu: quantities must match the "
+        "regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$', got 'two'"
+    )
+    condition = conditions(sim, "default/bad")["PodScheduled"]
+    assert (condition["status"], condition["reason"], condition["message"]) == ("False", "Unschedulable", message)
+    assert ("FailedScheduling", "default/bad", message) in events(sim)
+    assert sim.cluster.pods["default/good"]["spec"]["nodeName"] == "n1"
+
+
+async def test_preemption_deletes_victims_then_binds_preemptor() -> None:
+    sim = Simulation(default_config())
+    sim.start()
+    sim.apply(make_node("n1").capacity(cpu="2", memory="4Gi", pods=10).obj())
+    sim.apply(make_pod("victim").req(cpu="2").priority(1).node("n1").grace(7).obj())
+    preemptor = sim.apply(pod("vip", cpu="2").priority(100).obj())
+    await sim.run_until_quiet()
+    victim = sim.cluster.deleted["default/victim"]
+    target = {c["type"]: c for c in victim["status"]["conditions"]}["DisruptionTarget"]
+    assert (target["status"], target["reason"], target["message"]) == (
+        "True",
+        "PreemptionByScheduler",
+        "kopf-scheduler: preempting to accommodate a higher priority pod",
+    )
+    assert ("Preempted", "default/victim", f"Preempted by pod {preemptor['metadata']['uid']} on node n1") in events(sim)
+    scheduled = [e for e in sim.cluster.events if e.reason == "Scheduled"]
+    assert [(e.object, e.message) for e in scheduled] == [("default/vip", "Successfully assigned default/vip to n1")]
+    assert scheduled[0].time - sim.started >= 7  # bound only after the victim's grace period
+    assert sim.cluster.pods["default/vip"]["spec"]["nodeName"] == "n1"
+
+
+async def test_preemption_prefers_the_node_without_pdb_violation() -> None:
+    sim = Simulation(default_config())
+    sim.start()
+    for name in ("n1", "n2"):
+        sim.apply(make_node(name).capacity(cpu="1", memory="4Gi", pods=10).obj())
+    sim.apply(make_pod("guarded").labels(app="db").req(cpu="1").priority(1).node("n1").grace(0).obj())
+    sim.apply(make_pod("plain").req(cpu="1").priority(1).node("n2").grace(0).obj())
+    pdb = make_pdb("db", {"app": "db"}, 0).raw
+    sim.apply({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", **pdb})
+    sim.apply(pod("vip", cpu="1").priority(100).obj())
+    await sim.run_until_quiet()
+    assert "default/plain" in sim.cluster.deleted
+    assert "default/guarded" in sim.cluster.pods
+    assert sim.cluster.pods["default/vip"]["spec"]["nodeName"] == "n2"
+
+
+async def test_nomination_cleared_when_nominated_node_is_deleted() -> None:
+    sim = Simulation(default_config())
+    sim.start()
+    sim.apply(make_node("n1").capacity(cpu="1", memory="4Gi", pods=10).obj())
+    sim.apply(make_pod("victim").req(cpu="1").priority(1).node("n1").grace(60).obj())
+    sim.apply(pod("vip", cpu="1").priority(100).obj())
+    scheduler = sim.start()
+    while scheduler.schedule_one():
+        pass
+    await scheduler.drain()
+    assert sim.cluster.pods["default/vip"]["status"].get("nominatedNodeName") == "n1"
+    sim.handlers.on_node("DELETED", sim.cluster.nodes.pop("n1"))  # type: ignore[union-attr]
+    await scheduler.drain()
+    assert "nominatedNodeName" not in sim.cluster.pods["default/vip"]["status"]
+    assert scheduler.queue.nominator.nominated_node(sim.cluster.pods["default/vip"]["metadata"]["uid"]) is None
+    assert ("default/vip", "n1", "node deleted") in scheduler.nominations.cleared
+
+
+async def test_hygiene_can_be_switched_off() -> None:
+    config = parse_config({
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "kopfScheduler": {"nominationHygiene": False},
+    })
+    sim = Simulation(config)
+    scheduler = sim.start()
+    sim.apply(make_node("n1").capacity(cpu="1", memory="4Gi", pods=10).obj())
+    sim.apply(make_pod("victim").req(cpu="1").priority(1).node("n1").grace(60).obj())
+    sim.apply(pod("vip", cpu="1").priority(100).obj())
+    while scheduler.schedule_one():
+        pass
+    await scheduler.drain()
+    sim.handlers.on_node("DELETED", sim.cluster.nodes.pop("n1"))  # type: ignore[union-attr]
+    await scheduler.drain()
+    assert sim.cluster.pods["default/vip"]["status"].get("nominatedNodeName") == "n1"
+
+
+async def test_same_seed_same_placements() -> None:
+    async def placements(seed: int) -> dict[str, str]:
+        sim = Simulation(default_config(), seed=seed)
+        sim.start()
+        for i in range(6):
+            sim.apply(make_node(f"n{i}").obj())
+        for i in range(12):
+            sim.apply(pod(f"p{i}", cpu="100m").obj())
+        await sim.run_until_quiet()
+        return {k: v["spec"]["nodeName"] for k, v in sim.cluster.pods.items() if v["kind"] == "Pod"}
+
+    first = await placements(1)
+    assert first == await placements(1)
+    assert len(set(first.values())) > 1
