@@ -14,18 +14,35 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+## The unit, property and contract tests (no cluster needed).
 test: $(STAMP)
 	$(PY) -m pytest tests
 
+## ruff, mypy --strict and the import-linter layer contracts.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check operator tests e2e bench
 	$(VENV)/bin/ruff format --check operator tests e2e bench
 	$(VENV)/bin/mypy
-	cd operator && ../$(VENV)/bin/lint-imports --config ../pyproject.toml
+	$(VENV)/bin/lint-imports
 
 format: $(STAMP)
 	$(VENV)/bin/ruff format operator tests e2e bench
 	$(VENV)/bin/ruff check --fix operator tests e2e bench
+
+## The bundled preemption demo on the in-memory cluster, with explanations.
+demo: $(STAMP)
+	$(VENV)/bin/kopf-scheduler simulate --explain
+
+## A local control plane (etcd, kube-apiserver, controller-manager, kwok) built from Go modules.
+cluster-up: $(STAMP)
+	$(PY) -m e2e.localcluster up
+
+cluster-down: $(STAMP)
+	$(PY) -m e2e.localcluster down
+
+## The end-to-end suite against $$KUBECONFIG, or the local control plane when it is up.
+e2e: $(STAMP)
+	$(PY) -m pytest e2e
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

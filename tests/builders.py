@@ -1,7 +1,7 @@
 """Fluent builders for raw Pod, Node and PDB dicts and their model views, for tests.
 
-    make_pod("p").req(cpu="500m", memory="1Gi").priority(10).node("n1").pod()
-    make_node("n1").capacity(cpu="4", memory="32Gi", pods=110).label("zone", "a").node()
+make_pod("p").req(cpu="500m", memory="1Gi").priority(10).node("n1").pod()
+make_node("n1").capacity(cpu="4", memory="32Gi", pods=110).label("zone", "a").node()
 """
 
 from __future__ import annotations
@@ -57,11 +57,15 @@ class PodBuilder:
             reqs[key.replace("_", "-")] = value
         return self
 
-    def container(self, image: str = "pause", ports: list[dict[str, Any]] | None = None, **requests: str | int) -> PodBuilder:
+    def container(
+        self, image: str = "pause", ports: list[dict[str, Any]] | None = None, **requests: str | int
+    ) -> PodBuilder:
         """Add another container."""
         container: dict[str, Any] = {"name": f"c{len(self.spec['containers'])}", "image": image}
         if requests:
-            container["resources"] = {"requests": {k.replace("_", "-"): v for k, v in requests.items()}}
+            container["resources"] = {
+                "requests": {k.replace("_", "-"): v for k, v in requests.items()}
+            }
         if ports:
             container["ports"] = ports
         self.spec["containers"].append(container)
@@ -121,13 +125,17 @@ class PodBuilder:
         self.raw["metadata"]["deletionTimestamp"] = timestamp
         return self
 
-    def condition(self, type_: str, status: str = "True", reason: str = "", message: str = "") -> PodBuilder:
+    def condition(
+        self, type_: str, status: str = "True", reason: str = "", message: str = ""
+    ) -> PodBuilder:
         self.raw["status"].setdefault("conditions", []).append(
             {"type": type_, "status": status, "reason": reason, "message": message}
         )
         return self
 
-    def toleration(self, key: str = "", value: str = "", effect: str = "", operator: str = "") -> PodBuilder:
+    def toleration(
+        self, key: str = "", value: str = "", effect: str = "", operator: str = ""
+    ) -> PodBuilder:
         entry: dict[str, Any] = {}
         if key:
             entry["key"] = key
@@ -188,7 +196,11 @@ class NodeBuilder:
         self.raw: dict[str, Any] = {
             "apiVersion": "v1",
             "kind": "Node",
-            "metadata": {"name": name, "uid": f"node-{name}", "labels": {"kubernetes.io/hostname": name}},
+            "metadata": {
+                "name": name,
+                "uid": f"node-{name}",
+                "labels": {"kubernetes.io/hostname": name},
+            },
             "spec": {},
             "status": {"allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"}},
         }
@@ -225,7 +237,9 @@ class NodeBuilder:
         return self
 
     def image(self, names: list[str], size_bytes: int) -> NodeBuilder:
-        self.raw["status"].setdefault("images", []).append({"names": names, "sizeBytes": size_bytes})
+        self.raw["status"].setdefault("images", []).append(
+            {"names": names, "sizeBytes": size_bytes}
+        )
         return self
 
     def obj(self) -> dict[str, Any]:

@@ -54,18 +54,27 @@ def _simulate(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kopf-scheduler",
-        description="A Kubernetes scheduler that makes kube-scheduler's decisions and explains them.",
+        description="A Kubernetes scheduler: kube-scheduler's decisions, explained.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     simulate = commands.add_parser(
         "simulate",
         help="schedule a scenario of Kubernetes objects in memory (default: the bundled demo)",
     )
-    simulate.add_argument("scenario", nargs="*", type=Path, help="YAML or JSON files of Nodes, Pods, PDBs, PriorityClasses, Namespaces")
+    simulate.add_argument(
+        "scenario",
+        nargs="*",
+        type=Path,
+        help="YAML or JSON files of Nodes, Pods, PDBs, PriorityClasses, Namespaces",
+    )
     simulate.add_argument("--config", type=Path, help="a KubeSchedulerConfiguration file")
     simulate.add_argument("--output", "-o", choices=["table", "json", "yaml"], default="table")
-    simulate.add_argument("--seed", type=int, default=0, help="seed for every random choice (default 0)")
-    simulate.add_argument("--explain", action="store_true", help="include every attempt's per-node reasons and scores")
+    simulate.add_argument(
+        "--seed", type=int, default=0, help="seed for every random choice (default 0)"
+    )
+    simulate.add_argument(
+        "--explain", action="store_true", help="include every attempt's per-node reasons and scores"
+    )
     simulate.set_defaults(handler=_simulate)
     return parser
 

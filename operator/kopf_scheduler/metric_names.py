@@ -39,7 +39,12 @@ CACHE_SIZE = "scheduler_cache_size"
 GOROUTINES = "scheduler_goroutines"
 
 DEFINITIONS: tuple[MetricDef, ...] = (
-    MetricDef(SCHEDULE_ATTEMPTS, "counter", "Number of attempts to schedule pods, by the result.", ("result", "profile")),
+    MetricDef(
+        SCHEDULE_ATTEMPTS,
+        "counter",
+        "Number of attempts to schedule pods, by the result.",
+        ("result", "profile"),
+    ),
     MetricDef(
         SCHEDULING_ATTEMPT_DURATION,
         "histogram",
@@ -55,9 +60,20 @@ DEFINITIONS: tuple[MetricDef, ...] = (
         _exponential(0.001, 2, 15),
     ),
     MetricDef(PENDING_PODS, "gauge", "Number of pending pods, by the queue type.", ("queue",)),
-    MetricDef(QUEUE_INCOMING_PODS, "counter", "Number of pods added to scheduling queues by event and queue type.", ("queue", "event")),
+    MetricDef(
+        QUEUE_INCOMING_PODS,
+        "counter",
+        "Number of pods added to scheduling queues by event and queue type.",
+        ("queue", "event"),
+    ),
     MetricDef(PREEMPTION_ATTEMPTS, "counter", "Total preemption attempts in the cluster till now"),
-    MetricDef(PREEMPTION_VICTIMS, "histogram", "Number of selected preemption victims", (), _exponential(1, 2, 7)),
+    MetricDef(
+        PREEMPTION_VICTIMS,
+        "histogram",
+        "Number of selected preemption victims",
+        (),
+        _exponential(1, 2, 7),
+    ),
     MetricDef(
         PREEMPTION_GOROUTINES_DURATION,
         "histogram",
@@ -65,7 +81,12 @@ DEFINITIONS: tuple[MetricDef, ...] = (
         ("result",),
         _exponential(0.01, 2, 20),
     ),
-    MetricDef(PREEMPTION_GOROUTINES_EXECUTION, "counter", "Number of asynchronous preemptions executed.", ("result",)),
+    MetricDef(
+        PREEMPTION_GOROUTINES_EXECUTION,
+        "counter",
+        "Number of asynchronous preemptions executed.",
+        ("result",),
+    ),
     MetricDef(
         POD_SCHEDULING_SLI_DURATION,
         "histogram",
@@ -73,7 +94,13 @@ DEFINITIONS: tuple[MetricDef, ...] = (
         ("attempts",),
         _exponential(0.01, 2, 20),
     ),
-    MetricDef(POD_SCHEDULING_ATTEMPTS, "histogram", "Number of attempts to successfully schedule a pod.", (), _exponential(1, 2, 5)),
+    MetricDef(
+        POD_SCHEDULING_ATTEMPTS,
+        "histogram",
+        "Number of attempts to successfully schedule a pod.",
+        (),
+        _exponential(1, 2, 5),
+    ),
     MetricDef(
         FRAMEWORK_EXTENSION_POINT_DURATION,
         "histogram",
@@ -81,7 +108,22 @@ DEFINITIONS: tuple[MetricDef, ...] = (
         ("extension_point", "status", "profile"),
         _exponential(0.0001, 2, 12),
     ),
-    MetricDef(UNSCHEDULABLE_PODS, "gauge", "The number of unschedulable pods broken down by plugin name.", ("plugin", "profile")),
-    MetricDef(CACHE_SIZE, "gauge", "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.", ("type",)),
-    MetricDef(GOROUTINES, "gauge", "Number of running background tasks split by the work they do.", ("operation",)),
+    MetricDef(
+        UNSCHEDULABLE_PODS,
+        "gauge",
+        "The number of unschedulable pods broken down by plugin name.",
+        ("plugin", "profile"),
+    ),
+    MetricDef(
+        CACHE_SIZE,
+        "gauge",
+        "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
+        ("type",),
+    ),
+    MetricDef(
+        GOROUTINES,
+        "gauge",
+        "Number of running background tasks split by the work they do.",
+        ("operation",),
+    ),
 )

@@ -1,7 +1,6 @@
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import pytest
 
 from kopf_scheduler.cache.cache import Cache, CacheError
 from kopf_scheduler.cache.node_info import NodeInfo
@@ -107,7 +106,14 @@ def test_deleted_node_keeps_pods_until_they_go_but_leaves_snapshot() -> None:
 
 def test_snapshot_interleaves_zones() -> None:
     cache = Cache(FakeClock())
-    for name, zone in [("a1", "a"), ("a2", "a"), ("a3", "a"), ("b1", "b"), ("c1", "c"), ("c2", "c")]:
+    for name, zone in [
+        ("a1", "a"),
+        ("a2", "a"),
+        ("a3", "a"),
+        ("b1", "b"),
+        ("c1", "c"),
+        ("c2", "c"),
+    ]:
         cache.add_node(make_node(name).zone(zone).node())
     snapshot = Snapshot()
     cache.update_snapshot(snapshot)
@@ -176,7 +182,9 @@ def test_node_requested_is_sum_of_pod_requests(specs, data) -> None:
     pods = _build(specs)
     for pod in pods:
         cache.add_pod(pod)
-    removed = data.draw(st.lists(st.sampled_from(pods), unique_by=lambda p: p.uid) if pods else st.just([]))
+    removed = data.draw(
+        st.lists(st.sampled_from(pods), unique_by=lambda p: p.uid) if pods else st.just([])
+    )
     for pod in removed:
         cache.remove_pod(pod)
     remaining = [p for p in pods if p not in removed]
@@ -191,7 +199,10 @@ def test_node_requested_is_sum_of_pod_requests(specs, data) -> None:
                 nz_cpu += pod.non_zero_requests.milli_cpu
                 nz_mem += pod.non_zero_requests.memory
         assert info.requested == expected
-        assert (info.non_zero_requested.milli_cpu, info.non_zero_requested.memory) == (nz_cpu, nz_mem)
+        assert (info.non_zero_requested.milli_cpu, info.non_zero_requested.memory) == (
+            nz_cpu,
+            nz_mem,
+        )
         assert len(info.pods_with_required_anti_affinity) == sum(
             1 for p in remaining if p.node_name == f"n{n}" and p.has_required_anti_affinity
         )

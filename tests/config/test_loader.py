@@ -24,7 +24,12 @@ def test_defaults_match_upstream_except_our_names() -> None:
     assert config.client_connection.qps == 50
     assert config.client_connection.burst == 100
     election = config.leader_election
-    assert (election.leader_elect, election.lease_duration, election.renew_deadline, election.retry_period) == (True, 15, 10, 2)
+    assert (
+        election.leader_elect,
+        election.lease_duration,
+        election.renew_deadline,
+        election.retry_period,
+    ) == (True, 15, 10, 2)
     assert election.resource_name == "kopf-scheduler"
     assert election.resource_namespace == "kube-system"
 
@@ -32,13 +37,23 @@ def test_defaults_match_upstream_except_our_names() -> None:
 def test_default_profile_plugins_and_weights() -> None:
     plugins = build_profile_plugins(Profile(), Handle())
     assert [p.name for p in plugins.filter] == [
-        "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts",
-        "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity",
+        "NodeUnschedulable",
+        "NodeName",
+        "TaintToleration",
+        "NodeAffinity",
+        "NodePorts",
+        "NodeResourcesFit",
+        "PodTopologySpread",
+        "InterPodAffinity",
     ]
     assert [(p.name, w) for p, w in plugins.score] == [
-        ("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1),
-        ("PodTopologySpread", 2), ("InterPodAffinity", 2),
-        ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1),
+        ("TaintToleration", 3),
+        ("NodeAffinity", 2),
+        ("NodeResourcesFit", 1),
+        ("PodTopologySpread", 2),
+        ("InterPodAffinity", 2),
+        ("NodeResourcesBalancedAllocation", 1),
+        ("ImageLocality", 1),
     ]
     assert [p.name for p in plugins.post_filter] == ["DefaultPreemption"]
     assert [p.name for p in plugins.pre_enqueue] == ["SchedulingGates", "DefaultPreemption"]
@@ -47,17 +62,32 @@ def test_default_profile_plugins_and_weights() -> None:
 
 
 def test_disable_and_reweight_via_multipoint_and_score() -> None:
-    config = parse_config(cfg(profiles=[{
-        "schedulerName": "s",
-        "plugins": {
-            "multiPoint": {"disabled": [{"name": "ImageLocality"}], "enabled": [{"name": "NodeAffinity", "weight": 7}]},
-            "score": {"disabled": [{"name": "NodeResourcesBalancedAllocation"}], "enabled": [{"name": "TaintToleration", "weight": 9}]},
-        },
-    }]))
+    config = parse_config(
+        cfg(
+            profiles=[
+                {
+                    "schedulerName": "s",
+                    "plugins": {
+                        "multiPoint": {
+                            "disabled": [{"name": "ImageLocality"}],
+                            "enabled": [{"name": "NodeAffinity", "weight": 7}],
+                        },
+                        "score": {
+                            "disabled": [{"name": "NodeResourcesBalancedAllocation"}],
+                            "enabled": [{"name": "TaintToleration", "weight": 9}],
+                        },
+                    },
+                }
+            ]
+        )
+    )
     plugins = build_profile_plugins(config.profiles[0], Handle())
     assert [(p.name, w) for p, w in plugins.score] == [
-        ("TaintToleration", 9), ("NodeAffinity", 7), ("NodeResourcesFit", 1),
-        ("PodTopologySpread", 2), ("InterPodAffinity", 2),
+        ("TaintToleration", 9),
+        ("NodeAffinity", 7),
+        ("NodeResourcesFit", 1),
+        ("PodTopologySpread", 2),
+        ("InterPodAffinity", 2),
     ]
 
 
@@ -67,42 +97,200 @@ def test_star_disables_a_point() -> None:
 
 
 def test_plugin_args_reach_the_plugin() -> None:
-    config = parse_config(cfg(profiles=[{"pluginConfig": [{"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}]}]))
-    assert config.profiles[0].plugin_config["NodeResourcesFit"]["scoringStrategy"]["type"] == "MostAllocated"
+    config = parse_config(
+        cfg(
+            profiles=[
+                {
+                    "pluginConfig": [
+                        {
+                            "name": "NodeResourcesFit",
+                            "args": {"scoringStrategy": {"type": "MostAllocated"}},
+                        }
+                    ]
+                }
+            ]
+        )
+    )
+    assert (
+        config.profiles[0].plugin_config["NodeResourcesFit"]["scoringStrategy"]["type"]
+        == "MostAllocated"
+    )
 
 
 @pytest.mark.parametrize(
     ("raw", "field", "reason"),
     [
-        pytest.param({"kind": "KubeSchedulerConfiguration"}, "apiVersion", "must be", id="missing-api-version"),
+        pytest.param(
+            {"kind": "KubeSchedulerConfiguration"},
+            "apiVersion",
+            "must be",
+            id="missing-api-version",
+        ),
         pytest.param({**BASE, "kind": "Other"}, "kind", "must be", id="wrong-kind"),
         pytest.param(cfg(bogus=1), "bogus", "unknown field", id="unknown-top-level"),
         pytest.param(cfg(profiles=[]), "profiles", "non-empty", id="empty-profiles"),
-        pytest.param(cfg(profiles=[{"schedulerName": ""}]), "profiles[0].schedulerName", "must not be empty", id="empty-name"),
-        pytest.param(cfg(profiles=[{"schedulerName": "a"}, {"schedulerName": "a"}]), "profiles[1].schedulerName", "duplicate", id="duplicate-profile"),
-        pytest.param(cfg(profiles=[{"color": "red"}]), "profiles[0].color", "unknown field", id="unknown-profile-field"),
-        pytest.param(cfg(profiles=[{"plugins": {"filters": {}}}]), "profiles[0].plugins.filters", "unknown field", id="unknown-extension-point"),
-        pytest.param(cfg(profiles=[{"plugins": {"filter": {"enabled": [{"name": "Nope"}]}}}]), "profiles[0].plugins", "unknown plugin 'Nope'", id="unknown-plugin"),
-        pytest.param(cfg(profiles=[{"plugins": {"filter": {"enabled": [{"name": "VolumeBinding"}]}}}]), "profiles[0].plugins", "not supported", id="volume-plugin"),
-        pytest.param(cfg(profiles=[{"plugins": {"filter": {"enabled": [{"name": "ImageLocality"}]}}}]), "profiles[0].plugins.filter.enabled", "does not extend the filter", id="wrong-extension-point"),
-        pytest.param(cfg(profiles=[{"plugins": {"score": {"enabled": [{"name": "NodeAffinity", "weight": 101}]}}}]), "profiles[0].plugins.score.enabled[0].weight", "at most 100", id="weight-too-high"),
-        pytest.param(cfg(profiles=[{"pluginConfig": [{"name": "Nope", "args": {}}]}]), "profiles[0].pluginConfig[0].name", "unknown plugin", id="args-for-unknown-plugin"),
-        pytest.param(cfg(profiles=[{"pluginConfig": [{"name": "DefaultPreemption", "args": {"minCandidateNodesPercentage": 101}}]}]), "profiles[0].pluginConfig[0].args.minCandidateNodesPercentage", "", id="bad-plugin-arg"),
-        pytest.param(cfg(profiles=[{"pluginConfig": [{"name": "NodeResourcesFit", "args": {"colour": 1}}]}]), "profiles[0].pluginConfig[0].args.colour", "unknown field", id="unknown-plugin-arg"),
-        pytest.param(cfg(profiles=[{"plugins": {"queueSort": {"disabled": [{"name": "*"}]}}}]), "profiles[0].plugins.queueSort", "no queue sort", id="no-queue-sort"),
-        pytest.param(cfg(profiles=[{"plugins": {"bind": {"disabled": [{"name": "*"}]}}}]), "profiles[0].plugins.bind", "bind plugin", id="no-binder"),
-        pytest.param(cfg(percentageOfNodesToScore=101), "percentageOfNodesToScore", "at most 100", id="percentage-too-high"),
-        pytest.param(cfg(podInitialBackoffSeconds=0), "podInitialBackoffSeconds", "at least 1", id="zero-backoff"),
-        pytest.param(cfg(podInitialBackoffSeconds=5, podMaxBackoffSeconds=2), "podMaxBackoffSeconds", "greater than or equal", id="max-below-initial"),
-        pytest.param(cfg(leaderElection={"resourceName": "kube-scheduler"}), "leaderElection.resourceName", "default scheduler", id="stolen-lease-name"),
-        pytest.param(cfg(leaderElection={"leaseDuration": "5s", "renewDeadline": "10s"}), "leaderElection.leaseDuration", "greater than renewDeadline", id="lease-shorter-than-renew"),
-        pytest.param(cfg(leaderElection={"retryPeriod": "fast"}), "leaderElection.retryPeriod", "duration", id="bad-duration"),
-        pytest.param(cfg(leaderElection={"resourceLock": "endpoints"}), "leaderElection.resourceLock", "only 'leases'", id="endpoints-lock"),
-        pytest.param(cfg(clientConnection={"qps": -1}), "clientConnection.qps", "non-negative", id="negative-qps"),
-        pytest.param(cfg(clientConnection={"qps": 5, "burst": 0}), "clientConnection.burst", "at least 1", id="zero-burst"),
-        pytest.param(cfg(extenders=[{"urlPrefix": "http://x"}]), "extenders", "not supported", id="extenders"),
-        pytest.param(cfg(kopfScheduler={"explanations": {"annotate": "sometimes"}}), "kopfScheduler.explanations.annotate", "none, failures or all", id="bad-annotate-mode"),
-        pytest.param(cfg(kopfScheduler={"nominationHygiene": "yes"}), "kopfScheduler.nominationHygiene", "true or false", id="bad-hygiene-flag"),
+        pytest.param(
+            cfg(profiles=[{"schedulerName": ""}]),
+            "profiles[0].schedulerName",
+            "must not be empty",
+            id="empty-name",
+        ),
+        pytest.param(
+            cfg(profiles=[{"schedulerName": "a"}, {"schedulerName": "a"}]),
+            "profiles[1].schedulerName",
+            "duplicate",
+            id="duplicate-profile",
+        ),
+        pytest.param(
+            cfg(profiles=[{"color": "red"}]),
+            "profiles[0].color",
+            "unknown field",
+            id="unknown-profile-field",
+        ),
+        pytest.param(
+            cfg(profiles=[{"plugins": {"filters": {}}}]),
+            "profiles[0].plugins.filters",
+            "unknown field",
+            id="unknown-extension-point",
+        ),
+        pytest.param(
+            cfg(profiles=[{"plugins": {"filter": {"enabled": [{"name": "Nope"}]}}}]),
+            "profiles[0].plugins",
+            "unknown plugin 'Nope'",
+            id="unknown-plugin",
+        ),
+        pytest.param(
+            cfg(profiles=[{"plugins": {"filter": {"enabled": [{"name": "VolumeBinding"}]}}}]),
+            "profiles[0].plugins",
+            "not supported",
+            id="volume-plugin",
+        ),
+        pytest.param(
+            cfg(profiles=[{"plugins": {"filter": {"enabled": [{"name": "ImageLocality"}]}}}]),
+            "profiles[0].plugins.filter.enabled",
+            "does not extend the filter",
+            id="wrong-extension-point",
+        ),
+        pytest.param(
+            cfg(
+                profiles=[
+                    {"plugins": {"score": {"enabled": [{"name": "NodeAffinity", "weight": 101}]}}}
+                ]
+            ),
+            "profiles[0].plugins.score.enabled[0].weight",
+            "at most 100",
+            id="weight-too-high",
+        ),
+        pytest.param(
+            cfg(profiles=[{"pluginConfig": [{"name": "Nope", "args": {}}]}]),
+            "profiles[0].pluginConfig[0].name",
+            "unknown plugin",
+            id="args-for-unknown-plugin",
+        ),
+        pytest.param(
+            cfg(
+                profiles=[
+                    {
+                        "pluginConfig": [
+                            {
+                                "name": "DefaultPreemption",
+                                "args": {"minCandidateNodesPercentage": 101},
+                            }
+                        ]
+                    }
+                ]
+            ),
+            "profiles[0].pluginConfig[0].args.minCandidateNodesPercentage",
+            "",
+            id="bad-plugin-arg",
+        ),
+        pytest.param(
+            cfg(profiles=[{"pluginConfig": [{"name": "NodeResourcesFit", "args": {"colour": 1}}]}]),
+            "profiles[0].pluginConfig[0].args.colour",
+            "unknown field",
+            id="unknown-plugin-arg",
+        ),
+        pytest.param(
+            cfg(profiles=[{"plugins": {"queueSort": {"disabled": [{"name": "*"}]}}}]),
+            "profiles[0].plugins.queueSort",
+            "no queue sort",
+            id="no-queue-sort",
+        ),
+        pytest.param(
+            cfg(profiles=[{"plugins": {"bind": {"disabled": [{"name": "*"}]}}}]),
+            "profiles[0].plugins.bind",
+            "bind plugin",
+            id="no-binder",
+        ),
+        pytest.param(
+            cfg(percentageOfNodesToScore=101),
+            "percentageOfNodesToScore",
+            "at most 100",
+            id="percentage-too-high",
+        ),
+        pytest.param(
+            cfg(podInitialBackoffSeconds=0),
+            "podInitialBackoffSeconds",
+            "at least 1",
+            id="zero-backoff",
+        ),
+        pytest.param(
+            cfg(podInitialBackoffSeconds=5, podMaxBackoffSeconds=2),
+            "podMaxBackoffSeconds",
+            "greater than or equal",
+            id="max-below-initial",
+        ),
+        pytest.param(
+            cfg(leaderElection={"resourceName": "kube-scheduler"}),
+            "leaderElection.resourceName",
+            "default scheduler",
+            id="stolen-lease-name",
+        ),
+        pytest.param(
+            cfg(leaderElection={"leaseDuration": "5s", "renewDeadline": "10s"}),
+            "leaderElection.leaseDuration",
+            "greater than renewDeadline",
+            id="lease-shorter-than-renew",
+        ),
+        pytest.param(
+            cfg(leaderElection={"retryPeriod": "fast"}),
+            "leaderElection.retryPeriod",
+            "duration",
+            id="bad-duration",
+        ),
+        pytest.param(
+            cfg(leaderElection={"resourceLock": "endpoints"}),
+            "leaderElection.resourceLock",
+            "only 'leases'",
+            id="endpoints-lock",
+        ),
+        pytest.param(
+            cfg(clientConnection={"qps": -1}),
+            "clientConnection.qps",
+            "non-negative",
+            id="negative-qps",
+        ),
+        pytest.param(
+            cfg(clientConnection={"qps": 5, "burst": 0}),
+            "clientConnection.burst",
+            "at least 1",
+            id="zero-burst",
+        ),
+        pytest.param(
+            cfg(extenders=[{"urlPrefix": "http://x"}]), "extenders", "not supported", id="extenders"
+        ),
+        pytest.param(
+            cfg(kopfScheduler={"explanations": {"annotate": "sometimes"}}),
+            "kopfScheduler.explanations.annotate",
+            "none, failures or all",
+            id="bad-annotate-mode",
+        ),
+        pytest.param(
+            cfg(kopfScheduler={"nominationHygiene": "yes"}),
+            "kopfScheduler.nominationHygiene",
+            "true or false",
+            id="bad-hygiene-flag",
+        ),
     ],
 )
 def test_rejections_name_the_field(raw, field: str, reason: str) -> None:
@@ -114,7 +302,9 @@ def test_rejections_name_the_field(raw, field: str, reason: str) -> None:
 
 def test_file_errors_name_the_file(tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
-    path.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\npercentageOfNodesToScore: 200\n")
+    path.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\npercentageOfNodesToScore: 200\n"
+    )
     with pytest.raises(ConfigError) as info:
         load_config(path)
     assert str(info.value) == f"{path}: percentageOfNodesToScore: must be at most 100, got 200"
@@ -129,6 +319,8 @@ def test_unreadable_and_invalid_yaml(tmp_path: Path) -> None:
         load_config(bad)
 
 
-@pytest.mark.parametrize(("text", "seconds"), [("15s", 15), ("1m30s", 90), ("250ms", 0.25), ("2h", 7200), ("1.5s", 1.5)])
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("15s", 15), ("1m30s", 90), ("250ms", 0.25), ("2h", 7200), ("1.5s", 1.5)]
+)
 def test_parse_duration(text: str, seconds: float) -> None:
     assert parse_duration(text, "f") == pytest.approx(seconds)

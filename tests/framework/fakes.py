@@ -47,7 +47,12 @@ class MaxPods:
 
 
 class ScoreByTable:
-    def __init__(self, name: str, table: dict[str, int], normalize: Callable[[list[NodeScore]], None] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        table: dict[str, int],
+        normalize: Callable[[list[NodeScore]], None] | None = None,
+    ) -> None:
         self.name = name  # type: ignore[misc]
         self.table = table
         self._normalize = normalize
@@ -65,12 +70,16 @@ class ScoreByTable:
 
 
 class PreFilterFixed:
-    def __init__(self, name: str, status: Status = SUCCESS, nodes: frozenset[str] | None = None) -> None:
+    def __init__(
+        self, name: str, status: Status = SUCCESS, nodes: frozenset[str] | None = None
+    ) -> None:
         self.name = name  # type: ignore[misc]
         self.status = status
         self.nodes = nodes
 
-    def pre_filter(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> tuple[PreFilterResult | None, Status]:
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
         return PreFilterResult(self.nodes), self.status
 
     def pre_filter_extensions(self) -> None:

@@ -46,7 +46,9 @@ def test_skipped_filter_is_not_run() -> None:
     fwk = framework(filters=[skipped])
     state = CycleState()
     state.skip_filter_plugins.add("Skipped")
-    assert fwk.run_filter_plugins(state, make_pod("p").pod(), node_info(make_node("n1"))).is_success()
+    assert fwk.run_filter_plugins(
+        state, make_pod("p").pod(), node_info(make_node("n1"))
+    ).is_success()
 
 
 @pytest.mark.parametrize(
@@ -63,7 +65,9 @@ def test_nominated_pods_are_counted(nominated_priority: int, limit: int, expecte
     handle = Handle(nominator=FakeNominator([nominee]))
     fwk = framework(filters=[MaxPods(limit)], handle=handle)
     pod = make_pod("p").priority(10).pod()
-    status = fwk.run_filter_plugins_with_nominated_pods(CycleState(), pod, node_info(make_node("n1")))
+    status = fwk.run_filter_plugins_with_nominated_pods(
+        CycleState(), pod, node_info(make_node("n1"))
+    )
     assert status.code == expected
 
 
@@ -71,7 +75,9 @@ def test_pod_is_not_counted_against_its_own_nomination() -> None:
     pod = make_pod("p").priority(10).nominated("n1").pod()
     handle = Handle(nominator=FakeNominator([pod]))
     fwk = framework(filters=[MaxPods(1)], handle=handle)
-    assert fwk.run_filter_plugins_with_nominated_pods(CycleState(), pod, node_info(make_node("n1"))).is_success()
+    assert fwk.run_filter_plugins_with_nominated_pods(
+        CycleState(), pod, node_info(make_node("n1"))
+    ).is_success()
 
 
 def test_second_pass_runs_without_nominated_pods() -> None:
@@ -119,7 +125,10 @@ def test_out_of_range_score_is_an_error() -> None:
     ("plugins", "code", "message"),
     [
         pytest.param(
-            [PreFilterFixed("A", nodes=frozenset({"n1"})), PreFilterFixed("B", nodes=frozenset({"n2"}))],
+            [
+                PreFilterFixed("A", nodes=frozenset({"n1"})),
+                PreFilterFixed("B", nodes=frozenset({"n2"})),
+            ],
             Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
             "node(s) didn't satisfy plugin(s) [A B] simultaneously",
             id="disjoint-results",
@@ -131,13 +140,19 @@ def test_out_of_range_score_is_an_error() -> None:
             id="empty-result",
         ),
         pytest.param(
-            [PreFilterFixed("A", Status(Code.UNSCHEDULABLE, "a")), PreFilterFixed("B", Status(Code.UNSCHEDULABLE, "b"))],
+            [
+                PreFilterFixed("A", Status(Code.UNSCHEDULABLE, "a")),
+                PreFilterFixed("B", Status(Code.UNSCHEDULABLE, "b")),
+            ],
             Code.UNSCHEDULABLE,
             "b",
             id="last-unschedulable-wins",
         ),
         pytest.param(
-            [PreFilterFixed("A", Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "a")), PreFilterFixed("B", Status(Code.UNSCHEDULABLE, "b"))],
+            [
+                PreFilterFixed("A", Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "a")),
+                PreFilterFixed("B", Status(Code.UNSCHEDULABLE, "b")),
+            ],
             Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
             "a",
             id="unresolvable-stops",
@@ -173,35 +188,58 @@ def test_cycle_state_clone_clones_clonable_values() -> None:
     ("statuses", "absent", "pre_filter_msg", "post_filter_msg", "expected"),
     [
         pytest.param(
-            {"n1": Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "node(s) had untolerated taint(s)"),
-             "n2": Status(Code.UNSCHEDULABLE, "Insufficient cpu"),
-             "n3": Status(Code.UNSCHEDULABLE, "Insufficient cpu")},
-            None, "", "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.",
+            {
+                "n1": Status(
+                    Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "node(s) had untolerated taint(s)"
+                ),
+                "n2": Status(Code.UNSCHEDULABLE, "Insufficient cpu"),
+                "n3": Status(Code.UNSCHEDULABLE, "Insufficient cpu"),
+            },
+            None,
+            "",
+            "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.",
             "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. "
             "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.",
             id="upstream-example",
         ),
         pytest.param(
             {f"n{i}": Status(Code.UNSCHEDULABLE, "Insufficient memory") for i in range(10)}
-            | {"m1": Status(Code.UNSCHEDULABLE, "Insufficient cpu", "Insufficient memory"),
-               "m2": Status(Code.UNSCHEDULABLE, "Insufficient cpu")},
-            None, "", "",
+            | {
+                "m1": Status(Code.UNSCHEDULABLE, "Insufficient cpu", "Insufficient memory"),
+                "m2": Status(Code.UNSCHEDULABLE, "Insufficient cpu"),
+            },
+            None,
+            "",
+            "",
             "0/12 nodes are available: 11 Insufficient memory, 2 Insufficient cpu.",
             id="string-sorted-histogram",
         ),
         pytest.param(
-            {}, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "node(s) didn't match Pod's node affinity/selector"),
-            "", "", "0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector.",
+            {},
+            Status(
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                "node(s) didn't match Pod's node affinity/selector",
+            ),
+            "",
+            "",
+            "0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector.",
             id="absent-nodes-counted",
         ),
         pytest.param(
-            {}, Status(Code.UNSCHEDULABLE, "x"), "waiting for gates", "",
+            {},
+            Status(Code.UNSCHEDULABLE, "x"),
+            "waiting for gates",
+            "",
             "0/2 nodes are available: waiting for gates.",
             id="pre-filter-message",
         ),
     ],
 )
 def test_fit_error_message(statuses, absent, pre_filter_msg, post_filter_msg, expected) -> None:
-    diagnosis = Diagnosis(NodeToStatus(dict(statuses), absent), pre_filter_msg=pre_filter_msg, post_filter_msg=post_filter_msg)
+    diagnosis = Diagnosis(
+        NodeToStatus(dict(statuses), absent),
+        pre_filter_msg=pre_filter_msg,
+        post_filter_msg=post_filter_msg,
+    )
     num = int(expected.split("/")[1].split()[0])
     assert str(FitError(make_pod("p").pod(), num, diagnosis)) == expected

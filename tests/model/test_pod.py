@@ -137,8 +137,11 @@ def test_priority_defaults_to_zero_and_reads_spec() -> None:
         ),
         pytest.param(
             lambda raw: raw["spec"].update(
-                {"topologySpreadConstraints": [{"maxSkew": 0, "topologyKey": "zone",
-                                                "whenUnsatisfiable": "DoNotSchedule"}]}
+                {
+                    "topologySpreadConstraints": [
+                        {"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+                    ]
+                }
             ),
             "spec.topologySpreadConstraints[0].maxSkew",
             id="zero-max-skew",
@@ -176,5 +179,7 @@ def test_preempted_by_scheduler_needs_deletion_and_condition() -> None:
     base = make_pod("p").condition("DisruptionTarget", "True", "PreemptionByScheduler")
     assert not base.pod().is_preempted_by_scheduler
     assert base.terminating().pod().is_preempted_by_scheduler
-    other = make_pod("q").terminating().condition("DisruptionTarget", "True", "EvictionByEvictionAPI")
+    other = (
+        make_pod("q").terminating().condition("DisruptionTarget", "True", "EvictionByEvictionAPI")
+    )
     assert not other.pod().is_preempted_by_scheduler

@@ -41,12 +41,17 @@ def test_label_selector(raw, labels, expected) -> None:
 @pytest.mark.parametrize(
     "raw",
     [
-        pytest.param({"matchExpressions": [{"key": "a", "operator": "In"}]}, id="in-without-values"),
+        pytest.param(
+            {"matchExpressions": [{"key": "a", "operator": "In"}]}, id="in-without-values"
+        ),
         pytest.param(
             {"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]},
             id="exists-with-values",
         ),
-        pytest.param({"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]}, id="gt-in-label-selector"),
+        pytest.param(
+            {"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]},
+            id="gt-in-label-selector",
+        ),
         pytest.param({"matchLabels": ["a"]}, id="labels-not-a-map"),
     ],
 )
@@ -65,9 +70,27 @@ def _node_selector(*expressions, fields=None):
 @pytest.mark.parametrize(
     ("selector", "name", "labels", "expected"),
     [
-        pytest.param(_node_selector({"key": "cpu", "operator": "Gt", "values": ["4"]}), "n", {"cpu": "8"}, True, id="gt"),
-        pytest.param(_node_selector({"key": "cpu", "operator": "Gt", "values": ["4"]}), "n", {"cpu": "x"}, False, id="gt-not-a-number"),
-        pytest.param(_node_selector({"key": "cpu", "operator": "Lt", "values": ["4"]}), "n", {"cpu": "2"}, True, id="lt"),
+        pytest.param(
+            _node_selector({"key": "cpu", "operator": "Gt", "values": ["4"]}),
+            "n",
+            {"cpu": "8"},
+            True,
+            id="gt",
+        ),
+        pytest.param(
+            _node_selector({"key": "cpu", "operator": "Gt", "values": ["4"]}),
+            "n",
+            {"cpu": "x"},
+            False,
+            id="gt-not-a-number",
+        ),
+        pytest.param(
+            _node_selector({"key": "cpu", "operator": "Lt", "values": ["4"]}),
+            "n",
+            {"cpu": "2"},
+            True,
+            id="lt",
+        ),
         pytest.param(
             _node_selector(fields=[{"key": "metadata.name", "operator": "In", "values": ["n1"]}]),
             "n1",

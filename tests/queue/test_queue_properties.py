@@ -21,15 +21,17 @@ from kopf_scheduler.framework.events import (
 )
 from kopf_scheduler.framework.types import QueuedPodInfo
 from kopf_scheduler.model.pod import Pod
-from kopf_scheduler.plugins.priority_sort import PrioritySort
 from kopf_scheduler.plugins.scheduling_gates import SchedulingGates
-from kopf_scheduler.queue.active import stable_less
 from kopf_scheduler.queue.backoff import DEFAULT_POD_MAX_BACKOFF
 from tests.builders import make_pod
 from tests.queue.fakes import EventsPlugin, make_queue, registration, skip_hint
 
-NAMES = [f"p{i}" for i in range(6)]
-LESS = stable_less(PrioritySort().less)
+NAMES = [f"p{i}" for i in range(8)]
+
+
+def _sort_key(info: QueuedPodInfo) -> tuple[int, float, int]:
+    """PrioritySort's order, spelled out independently of the code under test."""
+    return (-info.pod.priority, info.timestamp, info.sequence)
 
 
 def _pod(name: str, priority: int, gated: bool, version: int) -> Pod:
@@ -94,7 +96,7 @@ class QueueMachine(RuleBasedStateMachine):
     @rule()
     def pop(self) -> None:
         queue = self.h.queue
-        active = [queue.get(pod.key) for pod in queue.active_pods()]
+        active = [info for pod in queue.active_pods() if (info := queue.get(pod.key)) is not None]
         info = queue.pop()
         if info is None:
             assert not active
@@ -106,7 +108,7 @@ class QueueMachine(RuleBasedStateMachine):
         assert info.pod is self.pending[name]
         if active:
             assert any(other is info for other in active), "popped from backoffQ with active pods"
-            assert not any(LESS(other, info) for other in active if other is not None)
+            assert _sort_key(info) == min(_sort_key(other) for other in active)
         self.in_flight[name] = info
 
     @precondition(lambda self: bool(self.in_flight))

@@ -40,18 +40,32 @@ def _snapshot(count: int) -> Snapshot:
 
 def test_no_nodes() -> None:
     with pytest.raises(NoNodesAvailableError) as info:
-        Algorithm(random.Random(0)).schedule_pod(framework(), CycleState(), make_pod("p").pod(), Snapshot())
+        Algorithm(random.Random(0)).schedule_pod(
+            framework(), CycleState(), make_pod("p").pod(), Snapshot()
+        )
     assert str(info.value) == "no nodes available to schedule pods"
 
 
 def test_fit_error_collects_statuses_and_plugins() -> None:
-    taint = FilterByName("TaintToleration", {"n0": (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "node(s) had untolerated taint(s)")})
-    fit = FilterByName("NodeResourcesFit", {"n1": (Code.UNSCHEDULABLE, "Insufficient cpu"), "n2": (Code.UNSCHEDULABLE, "Insufficient cpu")})
+    taint = FilterByName(
+        "TaintToleration",
+        {"n0": (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "node(s) had untolerated taint(s)")},
+    )
+    fit = FilterByName(
+        "NodeResourcesFit",
+        {
+            "n1": (Code.UNSCHEDULABLE, "Insufficient cpu"),
+            "n2": (Code.UNSCHEDULABLE, "Insufficient cpu"),
+        },
+    )
     with pytest.raises(FitError) as info:
         Algorithm(random.Random(0)).schedule_pod(
             framework(filters=[taint, fit]), CycleState(), make_pod("p").pod(), _snapshot(3)
         )
-    assert str(info.value) == "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu."
+    assert (
+        str(info.value)
+        == "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu."
+    )
     assert info.value.diagnosis.unschedulable_plugins == {"TaintToleration", "NodeResourcesFit"}
 
 
@@ -126,7 +140,12 @@ def test_search_stops_at_num_feasible_nodes() -> None:
 
 def test_select_host_is_uniform_among_ties() -> None:
     algorithm = Algorithm(random.Random(7))
-    scores = [NodePluginScores("a", {}, 5), NodePluginScores("b", {}, 9), NodePluginScores("c", {}, 9), NodePluginScores("d", {}, 9)]
+    scores = [
+        NodePluginScores("a", {}, 5),
+        NodePluginScores("b", {}, 9),
+        NodePluginScores("c", {}, 9),
+        NodePluginScores("d", {}, 9),
+    ]
     picks = [algorithm.select_host(scores) for _ in range(3000)]
     assert set(picks) == {"b", "c", "d"}
     for name in "bcd":

@@ -45,7 +45,9 @@ async def test_unschedulable_pod_gets_condition_and_event_then_binds_when_a_node
     sim.start()
     sim.apply(make_node("n1").capacity(cpu="3", memory="1Gi", pods=10).obj())
     sim.apply(make_pod("equal").req(cpu="2").node("n1").obj())
-    sim.apply(make_node("n2").capacity(cpu="4", memory="1Gi", pods=10).taint("dedicated", "x").obj())
+    sim.apply(
+        make_node("n2").capacity(cpu="4", memory="1Gi", pods=10).taint("dedicated", "x").obj()
+    )
     sim.apply(pod("big", cpu="2").obj())
     await sim.run_until_quiet()
     message = (
@@ -54,7 +56,11 @@ async def test_unschedulable_pod_gets_condition_and_event_then_binds_when_a_node
         "1 Preemption is not helpful for scheduling."
     )
     condition = conditions(sim, "default/big")["PodScheduled"]
-    assert (condition["status"], condition["reason"], condition["message"]) == ("False", "Unschedulable", message)
+    assert (condition["status"], condition["reason"], condition["message"]) == (
+        "False",
+        "Unschedulable",
+        message,
+    )
     assert events(sim, "FailedScheduling")[0] == ("FailedScheduling", "default/big", message)
     sim.apply(make_node("n3").capacity(cpu="4", memory="8Gi", pods=10).obj())
     await sim.run_until_quiet()
@@ -101,7 +107,11 @@ async def test_malformed_pod_is_reported_and_others_still_schedule() -> None:
         "regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$', got 'two'"
     )
     condition = conditions(sim, "default/bad")["PodScheduled"]
-    assert (condition["status"], condition["reason"], condition["message"]) == ("False", "Unschedulable", message)
+    assert (condition["status"], condition["reason"], condition["message"]) == (
+        "False",
+        "Unschedulable",
+        message,
+    )
     assert ("FailedScheduling", "default/bad", message) in events(sim)
     assert sim.cluster.pods["default/good"]["spec"]["nodeName"] == "n1"
 
@@ -120,9 +130,15 @@ async def test_preemption_deletes_victims_then_binds_preemptor() -> None:
         "PreemptionByScheduler",
         "kopf-scheduler: preempting to accommodate a higher priority pod",
     )
-    assert ("Preempted", "default/victim", f"Preempted by pod {preemptor['metadata']['uid']} on node n1") in events(sim)
+    assert (
+        "Preempted",
+        "default/victim",
+        f"Preempted by pod {preemptor['metadata']['uid']} on node n1",
+    ) in events(sim)
     scheduled = [e for e in sim.cluster.events if e.reason == "Scheduled"]
-    assert [(e.object, e.message) for e in scheduled] == [("default/vip", "Successfully assigned default/vip to n1")]
+    assert [(e.object, e.message) for e in scheduled] == [
+        ("default/vip", "Successfully assigned default/vip to n1")
+    ]
     assert scheduled[0].time - sim.started >= 7  # bound only after the victim's grace period
     assert sim.cluster.pods["default/vip"]["spec"]["nodeName"] == "n1"
 
@@ -132,7 +148,9 @@ async def test_preemption_prefers_the_node_without_pdb_violation() -> None:
     sim.start()
     for name in ("n1", "n2"):
         sim.apply(make_node(name).capacity(cpu="1", memory="4Gi", pods=10).obj())
-    sim.apply(make_pod("guarded").labels(app="db").req(cpu="1").priority(1).node("n1").grace(0).obj())
+    sim.apply(
+        make_pod("guarded").labels(app="db").req(cpu="1").priority(1).node("n1").grace(0).obj()
+    )
     sim.apply(make_pod("plain").req(cpu="1").priority(1).node("n2").grace(0).obj())
     pdb = make_pdb("db", {"app": "db"}, 0).raw
     sim.apply({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", **pdb})
@@ -157,16 +175,21 @@ async def test_nomination_cleared_when_nominated_node_is_deleted() -> None:
     sim.handlers.on_node("DELETED", sim.cluster.nodes.pop("n1"))  # type: ignore[union-attr]
     await scheduler.drain()
     assert "nominatedNodeName" not in sim.cluster.pods["default/vip"]["status"]
-    assert scheduler.queue.nominator.nominated_node(sim.cluster.pods["default/vip"]["metadata"]["uid"]) is None
+    assert (
+        scheduler.queue.nominator.nominated_node(sim.cluster.pods["default/vip"]["metadata"]["uid"])
+        is None
+    )
     assert ("default/vip", "n1", "node deleted") in scheduler.nominations.cleared
 
 
 async def test_hygiene_can_be_switched_off() -> None:
-    config = parse_config({
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
-        "kopfScheduler": {"nominationHygiene": False},
-    })
+    config = parse_config(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "kopfScheduler": {"nominationHygiene": False},
+        }
+    )
     sim = Simulation(config)
     scheduler = sim.start()
     sim.apply(make_node("n1").capacity(cpu="1", memory="4Gi", pods=10).obj())

@@ -139,7 +139,7 @@ class Cache:
             del self._nodes[pod.node_name]
 
     def assume_pod(self, pod: Pod) -> None:
-        """Count ``pod`` (whose ``node_name`` is the chosen node) before its binding is confirmed."""
+        """Count ``pod`` (``node_name`` = the chosen node) before its binding is confirmed."""
         if pod.uid in self._pods:
             raise CacheError(f"pod {pod.key} ({pod.uid}) is in the cache, so can't be assumed")
         self._add_to_node(pod)
@@ -161,7 +161,8 @@ class Cache:
             raise CacheError(f"pod {pod.key} ({pod.uid}) was added, not assumed; can't forget it")
         if state.pod.node_name != pod.node_name:
             raise CacheError(
-                f"pod {pod.key} was assumed on {state.pod.node_name} but forgotten on {pod.node_name}"
+                f"pod {pod.key} was assumed on {state.pod.node_name} "
+                f"but forgotten on {pod.node_name}"
             )
         self._remove_from_node(state.pod)
         del self._pods[pod.uid]

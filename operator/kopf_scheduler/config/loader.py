@@ -65,7 +65,14 @@ def _check_fields(raw: Mapping[str, Any], allowed: set[str], field: str) -> None
             raise ConfigError(path, "unknown field")
 
 
-def _int(raw: Mapping[str, Any], key: str, field: str, default: int | None, low: int | None = None, high: int | None = None) -> int | None:
+def _int(
+    raw: Mapping[str, Any],
+    key: str,
+    field: str,
+    default: int | None,
+    low: int | None = None,
+    high: int | None = None,
+) -> int | None:
     if key not in raw or raw[key] is None:
         return default
     value = raw[key]
@@ -124,12 +131,12 @@ def _plugin_set(raw: Any, field: str) -> PluginSet:
         refs = []
         for index, entry in enumerate(entries):
             path = f"{field}.{kind}[{index}]"
-            entry = _mapping(entry, path)
-            _check_fields(entry, {"name", "weight"}, path)
-            name = entry.get("name")
+            ref = _mapping(entry, path)
+            _check_fields(ref, {"name", "weight"}, path)
+            name = ref.get("name")
             if not isinstance(name, str) or not name:
                 raise ConfigError(f"{path}.name", "must be a non-empty string")
-            weight = _int(entry, "weight", path, 0, low=0, high=100)
+            weight = _int(ref, "weight", path, 0, low=0, high=100)
             assert weight is not None
             refs.append(PluginRef(name, weight))
         lists[kind] = tuple(refs)
@@ -138,7 +145,9 @@ def _plugin_set(raw: Any, field: str) -> PluginSet:
 
 def _profile(raw: Any, field: str) -> Profile:
     raw = _mapping(raw, field)
-    _check_fields(raw, {"schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig"}, field)
+    _check_fields(
+        raw, {"schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig"}, field
+    )
     name = _str(raw, "schedulerName", field, DEFAULT_SCHEDULER_NAME)
     if not name:
         raise ConfigError(f"{field}.schedulerName", "must not be empty")
@@ -146,7 +155,8 @@ def _profile(raw: Any, field: str) -> Profile:
     plugins_raw = _mapping(raw.get("plugins"), f"{field}.plugins")
     _check_fields(plugins_raw, set(EXTENSION_POINT_NAMES), f"{field}.plugins")
     plugins = {
-        point: _plugin_set(value, f"{field}.plugins.{point}") for point, value in plugins_raw.items()
+        point: _plugin_set(value, f"{field}.plugins.{point}")
+        for point, value in plugins_raw.items()
     }
     configs: dict[str, Mapping[str, Any]] = {}
     entries = raw.get("pluginConfig") or []
@@ -154,14 +164,14 @@ def _profile(raw: Any, field: str) -> Profile:
         raise ConfigError(f"{field}.pluginConfig", "must be a list")
     for index, entry in enumerate(entries):
         path = f"{field}.pluginConfig[{index}]"
-        entry = _mapping(entry, path)
-        _check_fields(entry, {"name", "args"}, path)
-        plugin = entry.get("name")
+        item = _mapping(entry, path)
+        _check_fields(item, {"name", "args"}, path)
+        plugin = item.get("name")
         if not isinstance(plugin, str) or not plugin:
             raise ConfigError(f"{path}.name", "must be a non-empty string")
         if plugin in configs:
             raise ConfigError(f"{path}.name", f"duplicate pluginConfig for plugin {plugin!r}")
-        configs[plugin] = _mapping(entry.get("args"), f"{path}.args")
+        configs[plugin] = _mapping(item.get("args"), f"{path}.args")
     return Profile(name, percentage, plugins, configs)
 
 
@@ -291,7 +301,8 @@ def parse_config(raw: Any) -> SchedulerConfig:
     assert initial is not None and maximum is not None
     if maximum < initial:
         raise ConfigError(
-            "podMaxBackoffSeconds", f"must be greater than or equal to podInitialBackoffSeconds ({initial})"
+            "podMaxBackoffSeconds",
+            f"must be greater than or equal to podInitialBackoffSeconds ({initial})",
         )
     parallelism = _int(raw, "parallelism", "", 16, low=1)
     assert parallelism is not None

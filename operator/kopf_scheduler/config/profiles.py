@@ -22,7 +22,6 @@ from kopf_scheduler.model.errors import InvalidObjectError
 from kopf_scheduler.plugins import registry
 
 
-
 def _merge_multi_point(user: PluginSet | None) -> list[PluginRef]:
     defaults = [PluginRef(name, weight) for name, weight in registry.DEFAULT_MULTI_POINT]
     if user is None:
@@ -69,10 +68,14 @@ def _instantiate(
         try:
             instances[name] = registry.factory(name)(args, handle)
         except (InvalidArgsError, InvalidObjectError) as error:
-            position = list(profile.plugin_config).index(name) if name in profile.plugin_config else 0
+            position = (
+                list(profile.plugin_config).index(name) if name in profile.plugin_config else 0
+            )
             field = error.field.removeprefix("args").lstrip(".")
             raise ConfigError(
-                _profile_field(index, f"pluginConfig[{position}].args" + (f".{field}" if field else "")),
+                _profile_field(
+                    index, f"pluginConfig[{position}].args" + (f".{field}" if field else "")
+                ),
                 error.reason,
             ) from None
     return instances
@@ -124,9 +127,13 @@ def build_profile_plugins(profile: Profile, handle: Handle, index: int = 0) -> P
         _assign(result, point, ordered, instances, multi_weights)
 
     if result.queue_sort is None:
-        raise ConfigError(_profile_field(index, "plugins.queueSort"), "no queue sort plugin is enabled")
+        raise ConfigError(
+            _profile_field(index, "plugins.queueSort"), "no queue sort plugin is enabled"
+        )
     if not result.bind:
-        raise ConfigError(_profile_field(index, "plugins.bind"), "at least one bind plugin is needed")
+        raise ConfigError(
+            _profile_field(index, "plugins.bind"), "at least one bind plugin is needed"
+        )
     return result
 
 
@@ -169,7 +176,9 @@ def validate_profiles(config: SchedulerConfig) -> None:
     """Build every profile once with a throwaway handle; all profiles must share QueueSort."""
     queue_sorts: set[str] = set()
     for index, profile in enumerate(config.profiles):
-        plugins = build_profile_plugins(profile, Handle(scheduler_name=profile.scheduler_name), index)
+        plugins = build_profile_plugins(
+            profile, Handle(scheduler_name=profile.scheduler_name), index
+        )
         if plugins.queue_sort is not None:
             queue_sorts.add(plugins.queue_sort.name)
     if len(queue_sorts) > 1:

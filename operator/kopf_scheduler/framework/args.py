@@ -33,7 +33,15 @@ def reject_unknown(raw: Mapping[str, Any], known: set[str], field: str = "args")
             raise InvalidArgsError(f"{field}.{key}", "unknown field")
 
 
-def int_arg(raw: Mapping[str, Any], key: str, default: int, field: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
+def int_arg(
+    raw: Mapping[str, Any],
+    key: str,
+    default: int,
+    field: str,
+    *,
+    minimum: int | None = None,
+    maximum: int | None = None,
+) -> int:
     value = raw.get(key, default)
     if not isinstance(value, int) or isinstance(value, bool):
         raise InvalidArgsError(f"{field}.{key}", f"must be an integer, got {value!r}")

@@ -118,9 +118,7 @@ UNSCHEDULED_POD_DELETE = ClusterEvent(
     EventResource.UNSCHEDULED_POD, ActionType.DELETE, "UnscheduledPodDelete"
 )
 WILDCARD_EVENT = ClusterEvent(EventResource.WILDCARD, ActionType.ALL, "*")
-UNSCHEDULABLE_TIMEOUT = ClusterEvent(
-    EventResource.WILDCARD, ActionType.ALL, "UnschedulableTimeout"
-)
+UNSCHEDULABLE_TIMEOUT = ClusterEvent(EventResource.WILDCARD, ActionType.ALL, "UnschedulableTimeout")
 FORCE_ACTIVATE = ClusterEvent(EventResource.WILDCARD, ActionType.ALL, "ForceActivate")
 BACKOFF_COMPLETE = ClusterEvent(EventResource.WILDCARD, ActionType.ALL, "BackoffComplete")
 POP_FROM_BACKOFF = ClusterEvent(EventResource.WILDCARD, ActionType.ALL, "PopFromBackoffQ")

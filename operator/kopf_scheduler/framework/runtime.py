@@ -116,7 +116,9 @@ class Framework:
             if not status.is_success():
                 if not status.is_rejected():
                     return Status.from_error(
-                        RuntimeError(f"running PreEnqueue plugin {plugin.name!r}: {status.message()}"),
+                        RuntimeError(
+                            f"running PreEnqueue plugin {plugin.name!r}: {status.message()}"
+                        ),
                         plugin.name,
                     )
                 return status.with_plugin(plugin.name)
@@ -166,7 +168,9 @@ class Framework:
                 if status.code == Code.UNSCHEDULABLE:
                     rejector = status
                     continue
-                error = RuntimeError(f"running PreFilter plugin {plugin.name!r}: {status.message()}")
+                error = RuntimeError(
+                    f"running PreFilter plugin {plugin.name!r}: {status.message()}"
+                )
                 return None, Status.from_error(error, plugin.name), set()
             if plugin_result is None or plugin_result.all_nodes():
                 continue
@@ -196,7 +200,9 @@ class Framework:
             status = extensions.add_pod(state, pod_to_schedule, pod_to_add, node_info)
             if not status.is_success():
                 return Status.from_error(
-                    RuntimeError(f"running AddPod on PreFilter plugin {plugin.name!r}: {status.message()}"),
+                    RuntimeError(
+                        f"running AddPod on PreFilter plugin {plugin.name!r}: {status.message()}"
+                    ),
                     plugin.name,
                 )
         return SUCCESS
@@ -261,7 +267,7 @@ class Framework:
     def run_filter_plugins_with_nominated_pods(
         self, state: CycleState, pod: Pod, node_info: NodeInfo
     ) -> Status:
-        """Filter with higher-or-equal priority nominated pods counted, then (if any were) without."""
+        """Filter with nominated pods of equal or higher priority counted, then (if any) without."""
         added, state_with, node_with, status = self._add_nominated_pods(state, pod, node_info)
         if not status.is_success():
             return status

@@ -17,9 +17,13 @@ class NodeToStatus:
 
     __slots__ = ("_statuses", "absent")
 
-    def __init__(self, statuses: dict[str, Status] | None = None, absent: Status | None = None) -> None:
+    def __init__(
+        self, statuses: dict[str, Status] | None = None, absent: Status | None = None
+    ) -> None:
         self._statuses: dict[str, Status] = statuses if statuses is not None else {}
-        self.absent: Status = absent if absent is not None else Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        self.absent: Status = (
+            absent if absent is not None else Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        )
 
     def set(self, node: str, status: Status) -> None:
         self._statuses[node] = status

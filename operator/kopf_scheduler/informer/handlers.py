@@ -79,9 +79,7 @@ def node_update_events(old: Node, new: Node) -> list[ClusterEvent]:
 def _condition_statuses(conditions: Any) -> dict[str, str]:
     if not isinstance(conditions, list):
         return {}
-    return {
-        c.get("type", ""): c.get("status", "") for c in conditions if isinstance(c, Mapping)
-    }
+    return {c.get("type", ""): c.get("status", "") for c in conditions if isinstance(c, Mapping)}
 
 
 def invalid_pod_message(error: InvalidObjectError) -> str:
@@ -229,7 +227,11 @@ class EventHandlers:
         if old is not None and old.uid != pod.uid:
             self._pod_gone(old)
             old = None
-        if old is not None and old.resource_version and old.resource_version == pod.resource_version:
+        if (
+            old is not None
+            and old.resource_version
+            and old.resource_version == pod.resource_version
+        ):
             return
         if pod.node_name:
             self._assigned_pod(old, pod)

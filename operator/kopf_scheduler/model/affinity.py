@@ -78,7 +78,9 @@ class WeightedAffinityTerm:
             raise InvalidObjectError(field, f"expected a weighted pod affinity term, got {raw!r}")
         weight = raw.get("weight")
         if not isinstance(weight, int) or isinstance(weight, bool) or not 1 <= weight <= 100:
-            raise InvalidObjectError(f"{field}.weight", f"must be in the range 1-100, got {weight!r}")
+            raise InvalidObjectError(
+                f"{field}.weight", f"must be in the range 1-100, got {weight!r}"
+            )
         return cls(
             weight,
             AffinityTerm.parse(
@@ -95,7 +97,9 @@ def parse_terms(raw: Any, field: str, pod_namespace: str) -> tuple[AffinityTerm,
     return tuple(AffinityTerm.parse(t, f"{field}[{i}]", pod_namespace) for i, t in enumerate(raw))
 
 
-def parse_weighted_terms(raw: Any, field: str, pod_namespace: str) -> tuple[WeightedAffinityTerm, ...]:
+def parse_weighted_terms(
+    raw: Any, field: str, pod_namespace: str
+) -> tuple[WeightedAffinityTerm, ...]:
     if raw is None:
         return ()
     if not isinstance(raw, list):
@@ -135,14 +139,14 @@ class TopologySpreadConstraint:
         self.node_taints_policy = node_taints_policy
 
     @classmethod
-    def parse(
-        cls, raw: Any, field: str, pod_labels: Mapping[str, str]
-    ) -> TopologySpreadConstraint:
+    def parse(cls, raw: Any, field: str, pod_labels: Mapping[str, str]) -> TopologySpreadConstraint:
         if not isinstance(raw, Mapping):
             raise InvalidObjectError(field, f"expected a topology spread constraint, got {raw!r}")
         max_skew = raw.get("maxSkew")
         if not isinstance(max_skew, int) or isinstance(max_skew, bool) or max_skew < 1:
-            raise InvalidObjectError(f"{field}.maxSkew", f"must be greater than zero, got {max_skew!r}")
+            raise InvalidObjectError(
+                f"{field}.maxSkew", f"must be greater than zero, got {max_skew!r}"
+            )
         topology_key = raw.get("topologyKey")
         if not isinstance(topology_key, str) or not topology_key:
             raise InvalidObjectError(f"{field}.topologyKey", "can not be empty")
@@ -150,22 +154,29 @@ class TopologySpreadConstraint:
         if when not in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
             raise InvalidObjectError(
                 f"{field}.whenUnsatisfiable",
-                f"supported values: \"DoNotSchedule\", \"ScheduleAnyway\"; got {when!r}",
+                f'supported values: "DoNotSchedule", "ScheduleAnyway"; got {when!r}',
             )
         min_domains = raw.get("minDomains")
         if min_domains is None:
             min_domains = 1
         elif not isinstance(min_domains, int) or isinstance(min_domains, bool) or min_domains < 1:
-            raise InvalidObjectError(f"{field}.minDomains", f"must be greater than zero, got {min_domains!r}")
+            raise InvalidObjectError(
+                f"{field}.minDomains", f"must be greater than zero, got {min_domains!r}"
+            )
         elif when != DO_NOT_SCHEDULE:
             raise InvalidObjectError(
                 f"{field}.minDomains", "can only use minDomains if whenUnsatisfiable=DoNotSchedule"
             )
         affinity_policy = raw.get("nodeAffinityPolicy") or HONOR
         taints_policy = raw.get("nodeTaintsPolicy") or IGNORE
-        for name, value in (("nodeAffinityPolicy", affinity_policy), ("nodeTaintsPolicy", taints_policy)):
+        for name, value in (
+            ("nodeAffinityPolicy", affinity_policy),
+            ("nodeTaintsPolicy", taints_policy),
+        ):
             if value not in (HONOR, IGNORE):
-                raise InvalidObjectError(f"{field}.{name}", f"supported values: \"Honor\", \"Ignore\"; got {value!r}")
+                raise InvalidObjectError(
+                    f"{field}.{name}", f'supported values: "Honor", "Ignore"; got {value!r}'
+                )
         selector = LabelSelector.parse(raw.get("labelSelector"), f"{field}.labelSelector")
         match_label_keys = raw.get("matchLabelKeys") or []
         if not isinstance(match_label_keys, list):

@@ -24,7 +24,17 @@ class NodeImage:
 
 
 class Node:
-    __slots__ = ("allocatable", "images", "labels", "name", "raw", "resource_version", "taints", "unschedulable", "uid")
+    __slots__ = (
+        "allocatable",
+        "images",
+        "labels",
+        "name",
+        "raw",
+        "resource_version",
+        "taints",
+        "uid",
+        "unschedulable",
+    )
 
     def __init__(self, raw: Mapping[str, Any]) -> None:
         if not isinstance(raw, Mapping):

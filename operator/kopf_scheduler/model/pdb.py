@@ -44,9 +44,7 @@ class PodDisruptionBudget:
             spec.get("maxUnavailable"), "spec.maxUnavailable"
         )
         if self.min_available is not None and self.max_unavailable is not None:
-            raise InvalidObjectError(
-                "spec", "minAvailable and maxUnavailable cannot be both set"
-            )
+            raise InvalidObjectError("spec", "minAvailable and maxUnavailable cannot be both set")
         allowed = status.get("disruptionsAllowed", 0)
         if not isinstance(allowed, int) or isinstance(allowed, bool):
             raise InvalidObjectError("status.disruptionsAllowed", "must be an integer")

@@ -292,9 +292,13 @@ def _host_ports(containers: list[Any], init_containers: list[Any]) -> tuple[Host
                 if not host_port:
                     continue
                 if not 0 < host_port < 65536:
-                    raise InvalidObjectError(f"{field}.hostPort", f"must be between 1 and 65535, got {host_port}")
+                    raise InvalidObjectError(
+                        f"{field}.hostPort", f"must be between 1 and 65535, got {host_port}"
+                    )
                 ports.append(
-                    HostPort(port.get("hostIP") or "0.0.0.0", port.get("protocol") or "TCP", host_port)
+                    HostPort(
+                        port.get("hostIP") or "0.0.0.0", port.get("protocol") or "TCP", host_port
+                    )
                 )
     return tuple(ports)
 

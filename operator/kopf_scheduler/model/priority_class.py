@@ -36,6 +36,7 @@ class PriorityClass:
         policy = raw.get("preemptionPolicy") or PREEMPT_LOWER_PRIORITY
         if policy not in (PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER):
             raise InvalidObjectError(
-                "preemptionPolicy", f'supported values: "Never", "PreemptLowerPriority"; got {policy!r}'
+                "preemptionPolicy",
+                f'supported values: "Never", "PreemptLowerPriority"; got {policy!r}',
             )
         self.preemption_policy: str = policy

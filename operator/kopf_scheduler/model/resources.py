@@ -51,7 +51,9 @@ class Resource:
         if not resources:
             return result
         if not isinstance(resources, Mapping):
-            raise InvalidObjectError(field, f"expected a map of resource quantities, got {resources!r}")
+            raise InvalidObjectError(
+                field, f"expected a map of resource quantities, got {resources!r}"
+            )
         for name, quantity in resources.items():
             result.set(name, quantity, f"{field}.{name}")
         return result

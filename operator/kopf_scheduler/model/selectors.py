@@ -44,7 +44,8 @@ class Requirement:
         if operator not in operators:
             raise InvalidObjectError(
                 f"{field}.operator",
-                f"not a valid selector operator: {operator!r} (allowed: {', '.join(sorted(operators))})",
+                f"not a valid selector operator: {operator!r} "
+                f"(allowed: {', '.join(sorted(operators))})",
             )
         values = raw.get("values") or []
         if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
@@ -162,7 +163,7 @@ class LabelSelector:
 
 
 class NodeSelectorTerm:
-    """One ``nodeSelectorTerms`` entry: label expressions and ``metadata.name`` field expressions."""
+    """One ``nodeSelectorTerms`` entry: label expressions and ``metadata.name`` fields."""
 
     __slots__ = ("field_requirements", "label_requirements")
 
@@ -229,7 +230,10 @@ class NodeSelector:
         if not isinstance(terms, list) or not terms:
             raise InvalidObjectError(f"{field}.nodeSelectorTerms", "must have at least one term")
         return cls(
-            [NodeSelectorTerm.parse(t, f"{field}.nodeSelectorTerms[{i}]") for i, t in enumerate(terms)]
+            [
+                NodeSelectorTerm.parse(t, f"{field}.nodeSelectorTerms[{i}]")
+                for i, t in enumerate(terms)
+            ]
         )
 
     def matches(self, node_name: str, labels: Mapping[str, str]) -> bool:
@@ -251,7 +255,9 @@ class PreferredSchedulingTerm:
             raise InvalidObjectError(field, f"expected an object, got {raw!r}")
         weight = raw.get("weight")
         if not isinstance(weight, int) or isinstance(weight, bool) or not 1 <= weight <= 100:
-            raise InvalidObjectError(f"{field}.weight", f"must be in the range 1-100, got {weight!r}")
+            raise InvalidObjectError(
+                f"{field}.weight", f"must be in the range 1-100, got {weight!r}"
+            )
         return cls(weight, NodeSelectorTerm.parse(raw.get("preference"), f"{field}.preference"))
 
 

@@ -37,7 +37,9 @@ class Taint:
         return cls(key, value, effect)
 
     def __repr__(self) -> str:
-        return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+        return (
+            f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+        )
 
 
 class Toleration:
@@ -70,13 +72,9 @@ class Toleration:
         if operator not in ("Equal", "Exists"):
             raise InvalidObjectError(f"{field}.operator", f"unsupported operator {operator!r}")
         if operator == "Exists" and value:
-            raise InvalidObjectError(
-                f"{field}.value", "must be empty when `operator` is 'Exists'"
-            )
+            raise InvalidObjectError(f"{field}.value", "must be empty when `operator` is 'Exists'")
         if not key and operator != "Exists":
-            raise InvalidObjectError(
-                f"{field}.operator", "must be Exists when `key` is empty"
-            )
+            raise InvalidObjectError(f"{field}.operator", "must be Exists when `key` is empty")
         if effect and effect not in _EFFECTS:
             raise InvalidObjectError(f"{field}.effect", f"unsupported effect {effect!r}")
         seconds = raw.get("tolerationSeconds")

@@ -1,4 +1,4 @@
-"""SchedulingGates: a pod with ``spec.schedulingGates`` waits, unattempted, until they are removed."""
+"""SchedulingGates: a pod with ``spec.schedulingGates`` waits, unattempted, until they go."""
 
 from __future__ import annotations
 

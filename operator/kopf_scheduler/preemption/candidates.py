@@ -200,7 +200,7 @@ def candidate_criteria(candidate: Candidate, index: int, now: float) -> Candidat
     return CandidateCriteria(
         num_pdb_violations=candidate.num_pdb_violations,
         highest_victim_priority=victims[0].priority,
-        priority_sum=sum(pod.priority + PRIORITY_OFFSET for pod in victims),
+        priority_sum=sum(pod.priority for pod in victims),
         num_victims=len(victims),
         earliest_start_time=earliest_start_time(victims, now),
         dry_run_index=index,

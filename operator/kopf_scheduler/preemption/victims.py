@@ -180,7 +180,7 @@ def select_victims_on_node(
     violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
     victims: list[Pod] = []
     num_violating = 0
-    for group_violates, group in ((False, non_violating), (True, violating)):
+    for group_violates, group in ((True, violating), (False, non_violating)):
         for pod in group:
             status = editor.add(pod)
             if not status.is_success():

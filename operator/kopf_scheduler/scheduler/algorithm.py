@@ -111,7 +111,9 @@ class Algorithm:
                 or pre_result.node_names is None
                 or nominated.name in pre_result.node_names
             ):
-                node_status = framework.run_filter_plugins_with_nominated_pods(state, pod, nominated)
+                node_status = framework.run_filter_plugins_with_nominated_pods(
+                    state, pod, nominated
+                )
                 if node_status.is_success():
                     return [nominated], diagnosis
                 if not node_status.is_rejected():
@@ -126,9 +128,8 @@ class Algorithm:
             )
         feasible = self._find_nodes_that_pass_filters(framework, state, pod, diagnosis, nodes)
         self.next_start_node_index = (
-            (self.next_start_node_index + len(feasible) + len(diagnosis.node_to_status))
-            % len(all_nodes)
-        )
+            self.next_start_node_index + len(feasible) + len(diagnosis.node_to_status)
+        ) % len(all_nodes)
         return feasible, diagnosis
 
     def _find_nodes_that_pass_filters(

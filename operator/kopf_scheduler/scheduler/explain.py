@@ -25,7 +25,12 @@ class NodeVerdict:
 
     def as_dict(self) -> dict[str, Any]:
         if self.feasible:
-            return {"node": self.node, "feasible": True, "scores": dict(self.scores), "total": self.total}
+            return {
+                "node": self.node,
+                "feasible": True,
+                "scores": dict(self.scores),
+                "total": self.total,
+            }
         return {
             "node": self.node,
             "feasible": False,

@@ -25,8 +25,8 @@ from kopf_scheduler.framework.status import Code, Status
 from kopf_scheduler.framework.types import (
     Diagnosis,
     FitError,
-    NominatingInfo,
     NodeToStatus,
+    NominatingInfo,
     QueuedPodInfo,
 )
 from kopf_scheduler.model.pod import Pod
@@ -50,13 +50,13 @@ from kopf_scheduler.scheduler.algorithm import (
     SchedulingError,
 )
 from kopf_scheduler.scheduler.explain import AttemptRecord, verdicts
-from kopf_scheduler.scheduler.nominations import NominationHygiene
 from kopf_scheduler.scheduler.failure import (
     REASON_SCHEDULER_ERROR,
     REASON_UNSCHEDULABLE,
     failure_status_patch,
     truncate_note,
 )
+from kopf_scheduler.scheduler.nominations import NominationHygiene
 
 logger = logging.getLogger("kopf_scheduler.scheduler")
 
@@ -187,8 +187,13 @@ class Scheduler:
             return True
         except SchedulingError as error:
             self._scheduling_failed(
-                framework, qpi, state, error.status.with_code(Code.ERROR), None,
-                NominatingInfo.clear(), start,
+                framework,
+                qpi,
+                state,
+                error.status.with_code(Code.ERROR),
+                None,
+                NominatingInfo.clear(),
+                start,
             )
             return True
 
@@ -199,8 +204,13 @@ class Scheduler:
             self.cache.assume_pod(assumed)
         except CacheError as error:
             self._scheduling_failed(
-                framework, qpi, state, Status(Code.ERROR, str(error)), None,
-                NominatingInfo.clear(), start,
+                framework,
+                qpi,
+                state,
+                Status(Code.ERROR, str(error)),
+                None,
+                NominatingInfo.clear(),
+                start,
             )
             return True
         self.queue.nominator.delete_nominated_pod_if_exists(pod)
@@ -243,8 +253,13 @@ class Scheduler:
                     diagnosis.unschedulable_plugins.add(status.plugin)
             fit = FitError(qpi.pod, 1, diagnosis)
             self._scheduling_failed(
-                framework, qpi, state, Status(Code.UNSCHEDULABLE, str(fit)), fit,
-                NominatingInfo.clear(), start,
+                framework,
+                qpi,
+                state,
+                Status(Code.UNSCHEDULABLE, str(fit)),
+                fit,
+                NominatingInfo.clear(),
+                start,
             )
         else:
             self._scheduling_failed(
@@ -284,7 +299,9 @@ class Scheduler:
             profile = framework.scheduler_name
             self.metrics.inc(m.SCHEDULE_ATTEMPTS, {"result": "scheduled", "profile": profile})
             self.metrics.observe(
-                m.SCHEDULING_ATTEMPT_DURATION, now - start, {"result": "scheduled", "profile": profile}
+                m.SCHEDULING_ATTEMPT_DURATION,
+                now - start,
+                {"result": "scheduled", "profile": profile},
             )
             self.metrics.observe(m.POD_SCHEDULING_ATTEMPTS, qpi.attempts)
             if qpi.initial_attempt_timestamp is not None:
@@ -307,7 +324,7 @@ class Scheduler:
         except asyncio.CancelledError:
             self.cache.forget_pod(assumed)
             raise
-        except Exception as error:  # noqa: BLE001 - a bug must not leave the pod assumed forever
+        except Exception as error:
             logger.exception("binding cycle of %s failed", assumed.key)
             self._binding_failed(
                 framework, state, qpi, assumed, host, Status.from_error(error), start
@@ -365,9 +382,7 @@ class Scheduler:
 
         nominating = self.nominations.after_failure(pod, fit, nominating)
         cached = self.get_pod(pod.key)
-        if cached is None or cached.uid != pod.uid:
-            self.queue.done(pod.uid)
-        elif cached.node_name:
+        if cached is None or cached.uid != pod.uid or cached.node_name:
             self.queue.done(pod.uid)
         else:
             qpi.pod = cached
@@ -442,7 +457,7 @@ class Scheduler:
         while True:
             try:
                 action()
-            except Exception:  # noqa: BLE001 - a periodic flush must keep running
+            except Exception:
                 logger.exception("periodic task failed")
             await self.clock.sleep(period)
 

@@ -64,7 +64,9 @@ class NominationHygiene:
         for pod in self._nominated(node_name):
             self._clear(pod, node_name, why)
 
-    def after_failure(self, pod: Pod, fit: FitError | None, nominating: NominatingInfo | None) -> NominatingInfo | None:
+    def after_failure(
+        self, pod: Pod, fit: FitError | None, nominating: NominatingInfo | None
+    ) -> NominatingInfo | None:
         """Turn a "keep the nomination" outcome into "clear it" when the node is hopeless."""
         if not self.enabled or fit is None or not pod.nominated_node_name:
             return nominating

@@ -132,7 +132,9 @@ class InMemoryCluster:
                 spec["priorityClassName"] = chosen["metadata"]["name"]
         spec["priority"] = int(chosen["value"]) if chosen is not None else 0
         if chosen is not None:
-            spec.setdefault("preemptionPolicy", chosen.get("preemptionPolicy") or "PreemptLowerPriority")
+            spec.setdefault(
+                "preemptionPolicy", chosen.get("preemptionPolicy") or "PreemptLowerPriority"
+            )
 
     # The disruption controller ---------------------------------------------------------------
 
@@ -188,8 +190,17 @@ class InMemoryCluster:
         spec["nodeName"] = node_name
         status = raw.setdefault("status", {})
         now = format_timestamp(self.clock.now())
-        _set_condition(status, {"type": "PodScheduled", "status": "True", "reason": "",
-                                "message": "", "lastProbeTime": None, "lastTransitionTime": now})
+        _set_condition(
+            status,
+            {
+                "type": "PodScheduled",
+                "status": "True",
+                "reason": "",
+                "message": "",
+                "lastProbeTime": None,
+                "lastTransitionTime": now,
+            },
+        )
         status["phase"] = "Running"
         status["startTime"] = now
         status.pop("nominatedNodeName", None)
@@ -231,9 +242,7 @@ class InMemoryCluster:
         metadata["deletionGracePeriodSeconds"] = grace
         self._stamp(raw)
         self._emit("Pod", MODIFIED, raw)
-        heapq.heappush(
-            self._deletions, (deadline, next(self._deletion_sequence), pod.key, pod.uid)
-        )
+        heapq.heappush(self._deletions, (deadline, next(self._deletion_sequence), pod.key, pod.uid))
         self.update_pdb_status()
 
     def record(self, event: Event) -> None:

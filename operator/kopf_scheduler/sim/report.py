@@ -11,7 +11,9 @@ from kopf_scheduler.preemption.record import OUTCOME_NOMINATED
 from kopf_scheduler.sim.runner import SimulationResult
 
 
-def _pod_entry(result: SimulationResult, key: str, raw: dict[str, Any], deleted: bool) -> dict[str, Any]:
+def _pod_entry(
+    result: SimulationResult, key: str, raw: dict[str, Any], deleted: bool
+) -> dict[str, Any]:
     spec = raw.get("spec") or {}
     status = raw.get("status") or {}
     profiles = result.scheduler.profiles
@@ -78,7 +80,12 @@ def build_report(result: SimulationResult, *, explain: bool = False) -> dict[str
         "notOurs": sum(1 for p in pods if p["status"] == "NotOurs"),
         "virtualSeconds": round(result.virtual_seconds, 3),
     }
-    report: dict[str, Any] = {"pods": pods, "preemptions": preemptions, "events": events, "summary": summary}
+    report: dict[str, Any] = {
+        "pods": pods,
+        "preemptions": preemptions,
+        "events": events,
+        "summary": summary,
+    }
     if explain:
         report["attempts"] = [a.as_dict() for a in result.attempts]
     return report
@@ -97,7 +104,9 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
     for row in rows:
         widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    lines += [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
     return lines
 
 
@@ -122,7 +131,13 @@ def render_table(report: dict[str, Any]) -> str:
         lines += _table(
             ["PREEMPTOR", "NODE", "VICTIMS", "PDB VIOLATIONS", "DECIDED BY"],
             [
-                [p["preemptor"], p["node"], ", ".join(p["victims"]), str(p["pdbViolations"]), p["decidedBy"]]
+                [
+                    p["preemptor"],
+                    p["node"],
+                    ", ".join(p["victims"]),
+                    str(p["pdbViolations"]),
+                    p["decidedBy"],
+                ]
                 for p in report["preemptions"]
             ],
         )
@@ -131,7 +146,10 @@ def render_table(report: dict[str, Any]) -> str:
     lines += ["", "EVENTS"]
     lines += _table(
         ["TIME", "TYPE", "REASON", "OBJECT", "MESSAGE"],
-        [[f"{e['time']:g}s", e["type"], e["reason"], e["object"], e["message"]] for e in report["events"]],
+        [
+            [f"{e['time']:g}s", e["type"], e["reason"], e["object"], e["message"]]
+            for e in report["events"]
+        ],
     )
     summary = report["summary"]
     lines += [
@@ -156,20 +174,40 @@ def render_explanations(attempts: list[dict[str, Any]]) -> list[str]:
         for node in attempt["nodes"]:
             if node["feasible"]:
                 scores = ", ".join(f"{k}={v}" for k, v in node["scores"].items())
-                lines.append(f"  {node['node']}: feasible, total {node['total']}" + (f" ({scores})" if scores else ""))
+                lines.append(
+                    f"  {node['node']}: feasible, total {node['total']}"
+                    + (f" ({scores})" if scores else "")
+                )
             else:
-                lines.append(f"  {node['node']}: rejected by {node['plugin'] or '-'} ({node['code']}): {'; '.join(node['reasons'])}")
+                lines.append(
+                    f"  {node['node']}: rejected by {node['plugin'] or '-'} ({node['code']}): "
+                    + "; ".join(node["reasons"])
+                )
         if attempt.get("unlistedNodes"):
             lines.append(f"  other nodes: {attempt['unlistedNodes']}")
         preemption = attempt.get("preemption")
         if preemption:
-            lines.append(f"  preemption: {preemption['outcome']}" + (f" on {preemption['nominated_node']}" if preemption.get("nominated_node") else "") + (f" ({preemption['reason']})" if preemption.get("reason") else ""))
+            lines.append(
+                f"  preemption: {preemption['outcome']}"
+                + (
+                    f" on {preemption['nominated_node']}"
+                    if preemption.get("nominated_node")
+                    else ""
+                )
+                + (f" ({preemption['reason']})" if preemption.get("reason") else "")
+            )
             for candidate in preemption.get("candidates") or []:
-                verdict = "chosen" if not candidate.get("eliminated_by") else f"lost on {candidate['eliminated_by']}"
+                verdict = (
+                    "chosen"
+                    if not candidate.get("eliminated_by")
+                    else f"lost on {candidate['eliminated_by']}"
+                )
                 criteria = candidate["criteria"]
                 lines.append(
-                    f"    candidate {candidate['node']}: victims [{', '.join(candidate['victims'])}], "
+                    f"    candidate {candidate['node']}: "
+                    f"victims [{', '.join(candidate['victims'])}], "
                     f"pdb violations {criteria['num_pdb_violations']}, highest victim priority "
-                    f"{criteria['highest_victim_priority']}, victims {criteria['num_victims']}: {verdict}"
+                    f"{criteria['highest_victim_priority']}, "
+                    f"victims {criteria['num_victims']}: {verdict}"
                 )
     return lines

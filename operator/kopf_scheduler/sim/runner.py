@@ -16,25 +16,32 @@ from typing import Any
 
 from kopf_scheduler.assembly import ClusterView, Ports, build_scheduler
 from kopf_scheduler.config.types import SchedulerConfig
-from kopf_scheduler.informer.handlers import EventHandlers
+from kopf_scheduler.informer.handlers import EventHandlers, invalid_pod_message
 from kopf_scheduler.informer.store import Store
 from kopf_scheduler.model.errors import InvalidObjectError
 from kopf_scheduler.model.timeutil import format_timestamp
-from kopf_scheduler.informer.handlers import invalid_pod_message
 from kopf_scheduler.ports import Event, NotFoundError, ObjectRef, PodStatusPatch
 from kopf_scheduler.scheduler.explain import AttemptRecord
 from kopf_scheduler.scheduler.failure import POD_SCHEDULED, REASON_UNSCHEDULABLE
 from kopf_scheduler.scheduler.loop import Scheduler
-from kopf_scheduler.sim.cluster import InMemoryCluster
 from kopf_scheduler.sim.clock import VirtualClock
+from kopf_scheduler.sim.cluster import InMemoryCluster
 from kopf_scheduler.sim.scenario import Scenario
 
 UNSCHEDULABLE_FLUSH = 5 * 60.0 + 30.0
 SYSTEM_PRIORITY_CLASSES: tuple[dict[str, Any], ...] = (
-    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-     "metadata": {"name": "system-cluster-critical"}, "value": 2000000000},
-    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-     "metadata": {"name": "system-node-critical"}, "value": 2000001000},
+    {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "system-cluster-critical"},
+        "value": 2000000000,
+    },
+    {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "system-node-critical"},
+        "value": 2000001000,
+    },
 )
 
 
@@ -48,7 +55,9 @@ class SimulationResult:
 
 
 class Simulation:
-    def __init__(self, config: SchedulerConfig, *, seed: int = 0, max_virtual_seconds: float = 24 * 3600.0) -> None:
+    def __init__(
+        self, config: SchedulerConfig, *, seed: int = 0, max_virtual_seconds: float = 24 * 3600.0
+    ) -> None:
         self.config = config
         self.seed = seed
         self.max_virtual_seconds = max_virtual_seconds
@@ -86,7 +95,9 @@ class Simulation:
     ) -> None:
         metadata = raw.get("metadata") or {}
         ref = ObjectRef(
-            metadata.get("namespace") or "default", metadata.get("name", ""), metadata.get("uid", "")
+            metadata.get("namespace") or "default",
+            metadata.get("name", ""),
+            metadata.get("uid", ""),
         )
         message = invalid_pod_message(error)
         self.cluster.record(
@@ -144,7 +155,11 @@ class Simulation:
     def result(self) -> SimulationResult:
         assert self.scheduler is not None
         return SimulationResult(
-            self.cluster, self.scheduler, self.attempts, self.pending_order, self.clock.now() - self.started
+            self.cluster,
+            self.scheduler,
+            self.attempts,
+            self.pending_order,
+            self.clock.now() - self.started,
         )
 
     async def run(self, scenario: Scenario) -> SimulationResult:

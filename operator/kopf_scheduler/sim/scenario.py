@@ -83,16 +83,22 @@ def _documents(text: str, source: str) -> list[Any]:
     return flattened
 
 
-def _check(obj: Any, index: int, source: str, seen: set[tuple[str, str]]) -> tuple[str, dict[str, Any]]:
+def _check(
+    obj: Any, index: int, source: str, seen: set[tuple[str, str]]
+) -> tuple[str, dict[str, Any]]:
     if not isinstance(obj, Mapping):
-        raise ScenarioError(source, f"document #{index + 1}", "must be a Kubernetes object (a mapping)")
+        raise ScenarioError(
+            source, f"document #{index + 1}", "must be a Kubernetes object (a mapping)"
+        )
     described = _describe(obj, index)
     kind = obj.get("kind")
     api_version = obj.get("apiVersion")
     if (api_version, kind) not in SUPPORTED:
         supported = ", ".join(f"{k} ({a})" for a, k in sorted(SUPPORTED))
         raise ScenarioError(
-            source, described, f"unsupported apiVersion/kind {api_version}/{kind}; supported: {supported}"
+            source,
+            described,
+            f"unsupported apiVersion/kind {api_version}/{kind}; supported: {supported}",
         )
     try:
         if kind == "Node":
@@ -153,7 +159,12 @@ def _check_references(scenario: Scenario) -> None:
     for pod in scenario.running_pods + scenario.pending_pods:
         spec = pod.get("spec") or {}
         class_name = spec.get("priorityClassName")
-        if class_name and spec.get("priority") is None and class_name not in classes and not class_name.startswith("system-"):
+        if (
+            class_name
+            and spec.get("priority") is None
+            and class_name not in classes
+            and not class_name.startswith("system-")
+        ):
             name = f"Pod {pod['metadata'].get('namespace') or 'default'}/{pod['metadata']['name']}"
             raise ScenarioError(
                 "scenario", name, f"spec.priorityClassName: no PriorityClass named {class_name!r}"
