@@ -59,6 +59,8 @@ KCM_CONTROLLERS = (
     "replicaset",
     "deployment",
 )
+# Start order; `down` stops in the reverse order.
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kwok", "kube-scheduler")
 # The static identities written to tokens.csv: the admin and an unprivileged user that the
 # project's scheduler can be bound to with RBAC.
 ADMIN_USER = "admin"
@@ -140,23 +142,29 @@ def _spawn(name: str, args: Sequence[str], log_dir: Path, cwd: Path) -> subproce
 
 def _terminate(proc: Process, timeout: float, popen: subprocess.Popen[bytes] | None) -> None:
     """SIGTERM the process group we created for ``proc``, then SIGKILL after ``timeout``."""
-    if not proc.alive():
-        if popen is not None:
-            popen.poll()
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if popen is not None:
-            popen.poll()  # reap it if it is our child
-        if not proc.alive():
-            return
-        time.sleep(0.1)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    deadline = time.monotonic() + 5
-    while proc.alive() and time.monotonic() < deadline:
+
+    def gone(within: float) -> bool:
+        deadline = time.monotonic() + within
+        while True:
+            if popen is not None:
+                popen.poll()  # reap it if it is our own child
+            if not proc.alive():
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+
+    if proc.alive():
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        if not gone(timeout):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            gone(5)
+    # A dead child of init stays a zombie until init reaps it; give that a moment so that
+    # `ps` right after `down` shows nothing.
+    deadline = time.monotonic() + 2
+    while Path(f"/proc/{proc.pid}").exists() and time.monotonic() < deadline:
         if popen is not None:
             popen.poll()
         time.sleep(0.05)
@@ -552,7 +560,8 @@ class LocalCluster:
 
     def down(self, timeout: float = 10, keep_logs: bool = False) -> None:
         """Stop every recorded process (SIGTERM, then SIGKILL) and remove the state."""
-        for name in reversed(list(self.processes())):
+        rank = {name: index for index, name in enumerate(COMPONENTS)}
+        for name in sorted(self.processes(), key=lambda n: rank.get(n, len(rank)), reverse=True):
             self._stop(name, timeout)
         for entry in _OWNED:
             if keep_logs and entry == "logs":
@@ -668,6 +677,7 @@ class LocalCluster:
         request = urllib.request.Request(self.server + path, data=data, method=method)
         request.add_header("Authorization", f"Bearer {token or self.admin_token}")
         request.add_header("Accept", "application/json")
+        request.add_header("User-Agent", "e2e-localcluster")
         if data is not None:
             request.add_header("Content-Type", "application/json")
         with urllib.request.urlopen(request, context=self._ssl_context(), timeout=30) as response:

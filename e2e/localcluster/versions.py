@@ -1,9 +1,18 @@
 """Pinned component versions and cache locations for the local control plane.
 
 Everything is pinned here so that the build cache key, the README and the running
-cluster agree on one set of versions. The Kubernetes patch is the newest v1.34 patch
-served by the Go module proxy at the time of pinning; staging modules are published as
-``v0.<minor>.<patch>`` for ``k8s.io/kubernetes v1.<minor>.<patch>``.
+cluster agree on one set of versions.
+
+* Kubernetes v1.34.10 is the newest v1.34 patch that the Go module proxy serves *and* the
+  checksum database verifies: v1.34.11 and v1.34.12 are on the proxy, but their
+  sum.golang.org lookups answer 404, so ``go get`` refuses them. Staging modules are
+  published as ``v0.<minor>.<patch>`` for ``k8s.io/kubernetes v1.<minor>.<patch>``.
+* etcd v3.6.16 is the newest v3.6 patch on the proxy (k8s v1.34 is built against the
+  etcd v3.6 client).
+* kwok v0.7.0 installs with plain ``go install``; it always gets the explicit stages
+  file next to this module, so the move to v0.8.0 (no built-in stages) is only a pin.
+
+``KOPF_SCHEDULER_CACHE`` moves the whole cache (default ``~/.cache/kopf-scheduler``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""The ``kopf-scheduler`` command line: ``simulate`` (and, as they land, ``run`` and ``explain``).
+"""The ``kopf-scheduler`` command line: ``run``, ``simulate`` and ``explain``.
 
 ``simulate`` with no scenario runs the bundled preemption demo, so a newcomer sees the scheduler
-decide, preempt and explain without a cluster.
+decide, preempt and explain without a cluster. ``run`` and ``explain`` talk to a cluster; their
+modules (kopf, the API client) are imported only when they are used.
 """
 
 from __future__ import annotations
@@ -51,6 +52,28 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run(args: argparse.Namespace) -> int:
+    from kopf_scheduler.service.runner import RunOptions, run
+
+    options = RunOptions(
+        config_path=str(args.config) if args.config else None,
+        kubeconfig=str(args.kubeconfig) if args.kubeconfig else None,
+        namespace=args.namespace,
+        health_host=args.health_host,
+        health_port=args.health_port,
+        log_format=args.log_format,
+        log_level=args.log_level,
+        identity=args.identity,
+    )
+    return asyncio.run(run(options))
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from kopf_scheduler.service.explain_cli import explain
+
+    return asyncio.run(explain(args.pod, str(args.kubeconfig) if args.kubeconfig else None, args.output))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kopf-scheduler",
@@ -76,6 +99,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--explain", action="store_true", help="include every attempt's per-node reasons and scores"
     )
     simulate.set_defaults(handler=_simulate)
+
+    run = commands.add_parser("run", help="schedule pods in a cluster (the operator)")
+    run.add_argument("--config", type=Path, help="a KubeSchedulerConfiguration file")
+    run.add_argument("--kubeconfig", type=Path, help="kubeconfig (default: in-cluster, then ~/.kube/config)")
+    run.add_argument("--namespace", help="namespace of the leader-election Lease (overrides the config)")
+    run.add_argument("--health-host", default="0.0.0.0", help="address of /healthz, /readyz, /metrics")
+    run.add_argument("--health-port", type=int, default=10259, help="port of /healthz, /readyz, /metrics")
+    run.add_argument("--log-format", choices=["json", "console"], help="default: json in a cluster")
+    run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    run.add_argument("--identity", help="leader-election identity (default: hostname_pid)")
+    run.set_defaults(handler=_run)
+
+    explain = commands.add_parser("explain", help="show why a pod was (not) scheduled or preempted")
+    explain.add_argument("pod", help="NAMESPACE/NAME")
+    explain.add_argument("--kubeconfig", type=Path)
+    explain.add_argument("--output", "-o", choices=["text", "json"], default="text")
+    explain.set_defaults(handler=_explain)
     return parser
 
 

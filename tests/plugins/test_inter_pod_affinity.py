@@ -42,7 +42,7 @@ ANTI_FAIL = Status(Code.UNSCHEDULABLE, REASON_ANTI_AFFINITY)
 EXISTING_FAIL = Status(Code.UNSCHEDULABLE, REASON_EXISTING_ANTI_AFFINITY)
 
 
-# Object helpers --------------------------------------------------------------------------
+# Object builders --------------------------------------------------------------------------
 
 
 def sel_in(key: str, *values: str) -> dict[str, Any]:

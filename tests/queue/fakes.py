@@ -111,7 +111,9 @@ class RecordingMetrics:
         self.gauges: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
 
     @staticmethod
-    def _key(name: str, labels: Mapping[str, str] | None) -> tuple[str, tuple[tuple[str, str], ...]]:
+    def _key(
+        name: str, labels: Mapping[str, str] | None
+    ) -> tuple[str, tuple[tuple[str, str], ...]]:
         return name, tuple(sorted((labels or {}).items()))
 
     def inc(self, name: str, labels: Mapping[str, str] | None = None, value: float = 1) -> None:

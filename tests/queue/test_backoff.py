@@ -47,7 +47,9 @@ def test_backoff_duration(failures: int, initial: float, maximum: float, expecte
     st.floats(min_value=0.001, max_value=100),
     st.floats(min_value=0.001, max_value=1000),
 )
-def test_backoff_duration_monotone_and_capped(failures: int, initial: float, maximum: float) -> None:
+def test_backoff_duration_monotone_and_capped(
+    failures: int, initial: float, maximum: float
+) -> None:
     current = backoff_duration(failures, initial, maximum)
     following = backoff_duration(failures + 1, initial, maximum)
     assert 0 <= current <= following <= maximum

@@ -21,7 +21,6 @@ from kopf_scheduler.framework.events import (
     HintFn,
 )
 from kopf_scheduler.framework.types import QueuedPodInfo
-from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.queue.hints import NODE_TAINT_UPDATE, HintRegistry, QueueingStrategy
 from kopf_scheduler.queue.pod_events import ASSIGNED_POD_UPDATE, pod_update_events
@@ -192,7 +191,11 @@ STANDARD = _registry(
             id="one-queue-among-skips",
         ),
         pytest.param(
-            _info({"unrelated"}), NODE_ADD, NODE, QueueingStrategy.SKIP, id="rejector-not-registered"
+            _info({"unrelated"}),
+            NODE_ADD,
+            NODE,
+            QueueingStrategy.SKIP,
+            id="rejector-not-registered",
         ),
         pytest.param(
             _info({"fooPlugin2"}, {"fooPlugin1"}),
@@ -279,7 +282,9 @@ def test_hints_receive_pod_and_objects() -> None:
         ),
     ],
 )
-def test_is_event_of_interest(registered: ClusterEvent, incoming: ClusterEvent, expected: bool) -> None:
+def test_is_event_of_interest(
+    registered: ClusterEvent, incoming: ClusterEvent, expected: bool
+) -> None:
     registry = _registry(plugin=[(registered, None)])
     assert registry.is_event_of_interest(incoming) is expected
 
@@ -291,7 +296,9 @@ def test_registrations_build() -> None:
                 "WithAdd": [ClusterEventWithHint(NODE_ADD)],
                 "WithAddAndTaint": [
                     ClusterEventWithHint(
-                        ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT)
+                        ClusterEvent(
+                            EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT
+                        )
                     )
                 ],
                 "NoEvents": [],

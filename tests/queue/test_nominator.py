@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from kopf_scheduler.framework.handle import Handle
 from kopf_scheduler.framework.types import NominatingInfo
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.queue.nominator import Nominator, PodRef
@@ -32,7 +33,9 @@ def _nominations(nominator: Nominator) -> dict[str, list[str]]:
         pytest.param("n1", NominatingInfo.override("n2"), {"n2": ["p"]}, id="override-wins"),
         pytest.param("n1", NominatingInfo.clear(), {}, id="override-empty-clears"),
         pytest.param("", None, {}, id="no-nomination-anywhere"),
-        pytest.param("", NominatingInfo.override("n3"), {"n3": ["p"]}, id="override-without-status"),
+        pytest.param(
+            "", NominatingInfo.override("n3"), {"n3": ["p"]}, id="override-without-status"
+        ),
     ],
 )
 def test_add_nominated_pod(
@@ -180,3 +183,14 @@ def test_failure_handler_nomination_checks_watch_cache() -> None:
     assert _nominations(h.queue.nominator) == {"node2": ["hpp"]}
     h.queue.delete_nominated_pod_if_exists(HIGH)
     assert h.queue.nominated_pods_for_node("node2") == []
+
+
+def test_queue_serves_as_the_plugins_nominator() -> None:
+    h = make_queue()
+    handle = Handle(nominator=h.queue)
+    h.queue.add(MEDIUM)
+    assert handle.nominator.nominated_pods_for_node("node1") == [MEDIUM]
+    handle.nominator.add_nominated_pod(HIGH, NominatingInfo.override("node1"))
+    assert handle.nominator.nominated_pods_for_node("node1")[1].uid == HIGH.uid
+    handle.nominator.delete_nominated_pod_if_exists(MEDIUM)
+    assert [pod.uid for pod in handle.nominator.nominated_pods_for_node("node1")] == [HIGH.uid]

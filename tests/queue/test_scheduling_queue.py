@@ -21,7 +21,8 @@ from kopf_scheduler.framework.events import (
 )
 from kopf_scheduler.framework.types import QueuedPodInfo
 from kopf_scheduler.model.pod import Pod
-from kopf_scheduler.queue import priority_at_most
+from kopf_scheduler.plugins.scheduling_gates import SchedulingGates
+from kopf_scheduler.queue import SchedulingQueue, priority_at_most
 from kopf_scheduler.queue.scheduling_queue import INCOMING_PODS_METRIC, PENDING_PODS_METRIC
 from tests.builders import make_node, make_pod
 from tests.queue.fakes import (
@@ -29,8 +30,10 @@ from tests.queue.fakes import (
     NODE_LABEL_UPDATE,
     PDB_ADD,
     PDB_UPDATE,
+    AllowListPreEnqueue,
     EventsPlugin,
     Harness,
+    SwitchGate,
     make_queue,
     queue_hint,
     registration,
@@ -65,7 +68,9 @@ def _names(pods: Sequence[Pod]) -> list[str]:
         ),
     ],
 )
-@pytest.mark.parametrize("step", [pytest.param(1.0, id="clock-moves"), pytest.param(0.0, id="same-instant")])
+@pytest.mark.parametrize(
+    "step", [pytest.param(1.0, id="clock-moves"), pytest.param(0.0, id="same-instant")]
+)
 def test_pop_order(arrivals: list[tuple[str, int]], order: list[str], step: float) -> None:
     h = make_queue()
     for name, priority in arrivals:
@@ -237,7 +242,9 @@ def test_unschedulable_flush_after_more_than_five_minutes() -> None:
     h.queue.flush_unschedulable_leftover()
     assert h.where(old) == "active"
     assert h.where(young) == "unschedulable"
-    assert h.metrics.counter(INCOMING_PODS_METRIC, queue="active", event="UnschedulableTimeout") == 1
+    assert (
+        h.metrics.counter(INCOMING_PODS_METRIC, queue="active", event="UnschedulableTimeout") == 1
+    )
 
 
 def test_unschedulable_flush_sends_backing_off_pod_to_backoff() -> None:
@@ -305,7 +312,9 @@ def test_assigned_pod_events() -> None:
     h = make_queue(
         [
             _plugin("affinity", ASSIGNED_POD_ADD),
-            _plugin("labels", ClusterEvent(EventResource.ASSIGNED_POD, ActionType.UPDATE_POD_LABEL)),
+            _plugin(
+                "labels", ClusterEvent(EventResource.ASSIGNED_POD, ActionType.UPDATE_POD_LABEL)
+            ),
         ]
     )
     a, b = _pod("a"), _pod("b")
@@ -328,7 +337,9 @@ P1, P2, P3 = _pod("targetpod"), _pod("targetpod2"), _pod("targetpod3")
 FOO_ALL = {"fooPlugin1": [PDB_ADD, NODE_ADD, NAMESPACE_ADD, NODE_LABEL_UPDATE]}
 
 
-def _profile_plugins(spec: dict[str, list[tuple[ClusterEvent, HintFn]] | list[ClusterEvent]]) -> list[EventsPlugin]:
+def _profile_plugins(
+    spec: dict[str, list[tuple[ClusterEvent, HintFn]] | list[ClusterEvent]],
+) -> list[EventsPlugin]:
     plugins = []
     for name, events in spec.items():
         regs = [
@@ -568,6 +579,17 @@ def test_move_request_during_attempts_sends_failures_to_backoff() -> None:
     assert all(h.where(pod) == "backoff" for pod in pods[1:])
 
 
+def test_failure_after_done_goes_to_backoff() -> None:
+    """A binding-cycle failure comes after ``done``: no event history, so retry after backoff."""
+    h = make_queue([_plugin("plugin", NODE_ADD, hint=skip_hint)])
+    pod = _pod("p")
+    h.queue.add(pod)
+    info = h.pop(pod)
+    h.queue.done(pod.uid)
+    assert h.fail(info, "plugin")
+    assert h.where(pod) == "backoff"
+
+
 def test_add_unschedulable_if_already_queued() -> None:
     h = make_queue()
     pod = _pod("p")
@@ -592,8 +614,6 @@ def _recording_hint(calls: list[str]) -> HintFn:
 
 
 def test_scheduling_gates_hold_pod_until_gates_removed() -> None:
-    from kopf_scheduler.plugins.scheduling_gates import SchedulingGates
-
     calls: list[str] = []
     h = make_queue([SchedulingGates(), _plugin("foo", NODE_ADD, hint=_recording_hint(calls))])
     gated = make_pod("g").uid("uid-g").gate("example.com/wait").label("app", "a").pod()
@@ -603,8 +623,14 @@ def test_scheduling_gates_hold_pod_until_gates_removed() -> None:
     assert h.queue.pending_counts() == {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 1}
     info = h.queue.get(gated.key)
     assert info is not None
-    assert (info.gating_plugin, info.unschedulable_plugins) == ("SchedulingGates", {"SchedulingGates"})
-    assert h.metrics.counter(INCOMING_PODS_METRIC, queue="unschedulable", event="UnscheduledPodAdd") == 1
+    assert (info.gating_plugin, info.unschedulable_plugins) == (
+        "SchedulingGates",
+        {"SchedulingGates"},
+    )
+    assert (
+        h.metrics.counter(INCOMING_PODS_METRIC, queue="unschedulable", event="UnscheduledPodAdd")
+        == 1
+    )
     assert h.queue.pop() is None
     # Events the gating plugin did not register never reach the pod's hints.
     h.queue.move_all_to_active_or_backoff_queue(NODE_ADD)
@@ -626,9 +652,6 @@ def test_scheduling_gates_hold_pod_until_gates_removed() -> None:
 
 def test_gating_plugin_events_recheck_the_gate() -> None:
     """Only events the gating plugin registered re-run PreEnqueue for a gated pod."""
-    gate = EventsPlugin("unused")
-    from tests.queue.fakes import AllowListPreEnqueue
-
     gate = AllowListPreEnqueue("foo", {"foo"}, [registration(NODE_ADD)])
     h = make_queue([gate])
     pod = make_pod("p").uid("uid-p").pod()
@@ -650,8 +673,6 @@ def test_gating_plugin_events_recheck_the_gate() -> None:
 
 def test_async_preemption_gate() -> None:
     """A preemptor waits gated while its preemption runs; the last victim's deletion frees it."""
-    from tests.queue.fakes import SwitchGate
-
     preemption = SwitchGate(
         "DefaultPreemption", closed=False, events=[registration(ASSIGNED_POD_DELETE, skip_hint)]
     )
@@ -677,9 +698,9 @@ def test_async_preemption_gate() -> None:
 
 
 def test_activate_releases_pod_after_failed_preemption() -> None:
-    from tests.queue.fakes import SwitchGate
-
-    preemption = SwitchGate("DefaultPreemption", events=[registration(ASSIGNED_POD_DELETE, skip_hint)])
+    preemption = SwitchGate(
+        "DefaultPreemption", events=[registration(ASSIGNED_POD_DELETE, skip_hint)]
+    )
     h = make_queue([preemption])
     pod = _pod("p")
     h.queue.add(pod)
@@ -701,10 +722,10 @@ def test_activate_releases_pod_after_failed_preemption() -> None:
         pytest.param([{"foo", "bar"}, {"bar"}], {"bar": ""}, False, id="passes-all"),
     ],
 )
-def test_pre_enqueue_on_add(allow_lists: list[set[str]], labels: dict[str, str], gated: bool) -> None:
+def test_pre_enqueue_on_add(
+    allow_lists: list[set[str]], labels: dict[str, str], gated: bool
+) -> None:
     """Upstream TestPriorityQueue_moveToActiveQ (add path)."""
-    from tests.queue.fakes import AllowListPreEnqueue
-
     plugins = [AllowListPreEnqueue(f"gate{i}", allow) for i, allow in enumerate(allow_lists)]
     h = make_queue(plugins)
     pod = make_pod("p").uid("uid-p").labels(**labels).pod()
@@ -717,8 +738,6 @@ def test_pre_enqueue_on_add(allow_lists: list[set[str]], labels: dict[str, str],
 
 def test_pods_leaving_backoff_skip_pre_enqueue() -> None:
     """With PopFromBackoffQ, PreEnqueue runs on entering backoffQ, not on leaving it."""
-    from tests.queue.fakes import AllowListPreEnqueue
-
     gate = AllowListPreEnqueue("gate", {"ok"})
     h = make_queue([gate])
     a = make_pod("a").uid("uid-a").label("ok", "").pod()
@@ -738,8 +757,6 @@ def test_pods_leaving_backoff_skip_pre_enqueue() -> None:
 
 def test_gated_on_entering_backoff() -> None:
     """Upstream TestPriorityQueue_moveToBackoffQ: PreEnqueue refuses the pod -> unschedulable."""
-    from tests.queue.fakes import AllowListPreEnqueue
-
     gate = AllowListPreEnqueue("gate", {"ok"})
     h = make_queue([gate])
     pod = make_pod("p").uid("uid-p").label("ok", "").pod()
@@ -813,11 +830,18 @@ def test_update(prepare: str, expected: str) -> None:
 
 def test_update_while_in_flight_is_replayed_on_failure() -> None:
     """Upstream TestPriorityQueue_UpdateWhenInflight."""
-    h = make_queue([_plugin("fakePlugin", ClusterEvent(EventResource.UNSCHEDULED_POD, ActionType.UPDATE))])
+    h = make_queue(
+        [_plugin("fakePlugin", ClusterEvent(EventResource.UNSCHEDULED_POD, ActionType.UPDATE))]
+    )
     pod = make_pod("test-pod", "test-ns").uid("test-uid").pod()
     h.queue.add(pod)
     info = h.pop(pod)
-    updated = make_pod("test-pod", "test-ns").uid("test-uid").toleration("foo", "", "NoSchedule", "Exists").pod()
+    updated = (
+        make_pod("test-pod", "test-ns")
+        .uid("test-uid")
+        .toleration("foo", "", "NoSchedule", "Exists")
+        .pod()
+    )
     h.queue.update(pod, updated)
     assert [recorded.event.name for recorded in h.queue.in_flight_events()] == [
         "UnscheduledPodUpdatePodToleration"
@@ -832,10 +856,10 @@ def test_update_while_in_flight_is_replayed_on_failure() -> None:
 # Delete ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("where", ["active", "backoff", "unschedulable", "gated", "in-flight", "nowhere"])
+@pytest.mark.parametrize(
+    "where", ["active", "backoff", "unschedulable", "gated", "in-flight", "nowhere"]
+)
 def test_delete(where: str) -> None:
-    from tests.queue.fakes import SwitchGate
-
     gate = SwitchGate("gate", closed=where == "gated")
     h = make_queue([gate])
     pod = _pod("p")
@@ -902,8 +926,6 @@ def test_activate_in_flight_pod_records_force_activate(same_pod: bool) -> None:
 
 
 def test_pending_pods_counts_and_gauges() -> None:
-    from tests.queue.fakes import SwitchGate
-
     gate = SwitchGate("gate", closed=False)
     h = make_queue([gate])
     active, backoff, unschedulable, gated, flying = (_pod(n) for n in ("a", "b", "u", "g", "f"))
@@ -921,16 +943,30 @@ def test_pending_pods_counts_and_gauges() -> None:
     h.queue.record_pending_pods()
     for queue, count in counts.items():
         assert h.metrics.gauge(PENDING_PODS_METRIC, queue=queue) == count
-    assert h.metrics.gauge("scheduler_unschedulable_pods", plugin="plugin", profile="default-scheduler") == 1
-    assert h.metrics.gauge("scheduler_unschedulable_pods", plugin="gate", profile="default-scheduler") == 1
-    assert h.metrics.counter(INCOMING_PODS_METRIC, queue="backoff", event="ScheduleAttemptFailure") == 1
-    assert h.metrics.counter(INCOMING_PODS_METRIC, queue="unschedulable", event="ScheduleAttemptFailure") == 1
+    assert (
+        h.metrics.gauge(
+            "scheduler_unschedulable_pods", plugin="plugin", profile="default-scheduler"
+        )
+        == 1
+    )
+    assert (
+        h.metrics.gauge("scheduler_unschedulable_pods", plugin="gate", profile="default-scheduler")
+        == 1
+    )
+    assert (
+        h.metrics.counter(INCOMING_PODS_METRIC, queue="backoff", event="ScheduleAttemptFailure")
+        == 1
+    )
+    assert (
+        h.metrics.counter(
+            INCOMING_PODS_METRIC, queue="unschedulable", event="ScheduleAttemptFailure"
+        )
+        == 1
+    )
     assert h.metrics.counter(INCOMING_PODS_METRIC, queue="active", event="UnscheduledPodAdd") == 4
 
 
 def test_profiles_use_their_own_pre_enqueue_and_hints() -> None:
-    from tests.queue.fakes import AllowListPreEnqueue
-
     h = make_queue(
         [],
         extra_profiles={
@@ -952,7 +988,5 @@ def test_profiles_use_their_own_pre_enqueue_and_hints() -> None:
 
 
 def test_needs_a_profile() -> None:
-    from kopf_scheduler.queue import SchedulingQueue
-
     with pytest.raises(ValueError, match="at least one profile"):
         SchedulingQueue({}, now=lambda: 0.0)

@@ -16,7 +16,7 @@ from typing import Any
 
 from kopf_scheduler.cache.node_info import NodeInfo
 from kopf_scheduler.framework.cycle_state import CycleState
-from kopf_scheduler.framework.events import ClusterEventWithHint
+from kopf_scheduler.framework.events import WILDCARD_EVENT, ClusterEventWithHint
 from kopf_scheduler.framework.handle import Handle
 from kopf_scheduler.framework.interfaces import (
     MAX_NODE_SCORE,
@@ -48,6 +48,14 @@ from kopf_scheduler.framework.types import (
 from kopf_scheduler.model.pod import Pod
 
 MAX_TIMEOUT_SECONDS = 15 * 60.0
+_REJECTING_POINTS = (
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    FilterPlugin,
+    ReservePlugin,
+    PermitPlugin,
+    PreBindPlugin,
+)
 
 
 @dataclass
@@ -130,6 +138,9 @@ class Framework:
         for plugin in self.plugins.all:
             if isinstance(plugin, EnqueueExtensions):
                 result[plugin.name] = plugin.events_to_register()
+            elif isinstance(plugin, _REJECTING_POINTS):
+                # A plugin that can reject a pod but names no events is retried on any event.
+                result[plugin.name] = [ClusterEventWithHint(WILDCARD_EVENT)]
         return result
 
     # Filtering -----------------------------------------------------------------------------

@@ -12,9 +12,10 @@
 from __future__ import annotations
 
 import copy
-import logging
 from collections.abc import Callable, Mapping
 from typing import Any
+
+import structlog
 
 from kopf_scheduler.framework.events import (
     ASSIGNED_POD_DELETE,
@@ -32,7 +33,7 @@ from kopf_scheduler.model.pod import Pod, pod_key
 from kopf_scheduler.model.priority_class import PriorityClass
 from kopf_scheduler.scheduler.loop import Scheduler
 
-logger = logging.getLogger("kopf_scheduler.informer")
+logger = structlog.get_logger("kopf_scheduler.informer")
 
 ADDED = "ADDED"
 MODIFIED = "MODIFIED"
@@ -130,7 +131,7 @@ class EventHandlers:
         try:
             node = Node(raw)
         except InvalidObjectError as error:
-            logger.error("ignoring malformed node %s: %s", name, error)
+            logger.error("malformed_node_ignored", node=name, reason=str(error))
             self._nodes.pop(name, None)
             cache.remove_node(name)
             return
@@ -168,7 +169,7 @@ class EventHandlers:
         try:
             self.store.pdbs[key] = PodDisruptionBudget(raw)
         except InvalidObjectError as error:
-            logger.error("ignoring malformed PodDisruptionBudget %s: %s", key, error)
+            logger.error("malformed_pdb_ignored", pdb=key, reason=str(error))
             self.store.pdbs.pop(key, None)
 
     def on_priority_class(self, event_type: str, raw: Mapping[str, Any]) -> None:
@@ -179,7 +180,7 @@ class EventHandlers:
         try:
             self.store.priority_classes[name] = PriorityClass(raw)
         except InvalidObjectError as error:
-            logger.error("ignoring malformed PriorityClass %s: %s", name, error)
+            logger.error("malformed_priority_class_ignored", priority_class=name, reason=str(error))
 
     # Pods ----------------------------------------------------------------------------------------
 
@@ -249,7 +250,7 @@ class EventHandlers:
         scheduler_name = self._is_ours(raw)
         node_name = (raw.get("spec") or {}).get("nodeName")
         if scheduler_name is None or node_name:
-            logger.warning("ignoring malformed pod %s: %s", key, error)
+            logger.warning("malformed_pod_ignored", pod=key, reason=str(error))
             return
         self.store.invalid_pods[key] = raw
         if self.report_invalid_pod is not None and not _already_reported(

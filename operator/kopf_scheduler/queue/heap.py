@@ -112,7 +112,7 @@ class KeyedHeap(Generic[T]):
                 break
             smallest = left
             right = left + 1
-            if right < size and less(items[left], items[right]):
+            if right < size and less(items[right], items[left]):
                 smallest = right
             if not less(items[smallest], items[position]):
                 break

@@ -106,11 +106,13 @@ class SchedulingQueue:
         pod_max_backoff: float = DEFAULT_POD_MAX_BACKOFF,
         pod_max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE,
     ) -> None:
-        """
+        """Create an empty queue.
+
         ``profiles`` maps ``schedulerName`` to its profile; the first profile's QueueSort orders
         the queue (kube-scheduler requires all profiles to share it). ``get_pod`` looks a pod
         up in the watch cache by ``namespace/name``; the nominator uses it to refuse nominating
         deleted or bound pods. ``on_activity`` is called when a pod may have become poppable.
+        Durations are in seconds.
         """
         if not profiles:
             raise ValueError("the scheduling queue needs at least one profile")

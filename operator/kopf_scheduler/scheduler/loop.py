@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import logging
 import math
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
+
+import structlog
 
 from kopf_scheduler import metric_names as m
 from kopf_scheduler.cache.cache import Cache, CacheError
@@ -58,7 +59,7 @@ from kopf_scheduler.scheduler.failure import (
 )
 from kopf_scheduler.scheduler.nominations import NominationHygiene
 
-logger = logging.getLogger("kopf_scheduler.scheduler")
+logger = structlog.get_logger("kopf_scheduler.scheduler")
 
 BACKOFF_FLUSH_PERIOD = 1.0
 UNSCHEDULABLE_FLUSH_PERIOD = 30.0
@@ -117,7 +118,7 @@ class Scheduler:
     def _task_done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
-            logger.error("background task failed", exc_info=task.exception())
+            logger.error("background_task_failed", exc_info=task.exception())
 
     async def drain(self) -> None:
         """Wait until every background task (bindings, patches, preemptions) has finished."""
@@ -173,7 +174,14 @@ class Scheduler:
                 )
                 fit.diagnosis.post_filter_msg = post_status.message()
                 if post_status.code == Code.ERROR:
-                    logger.error("post-filter failed for %s: %s", pod.key, post_status.message())
+                    logger.error(
+                        "post_filter_failed",
+                        pod=pod.key,
+                        extension_point="PostFilter",
+                        plugin=post_status.plugin,
+                        reason=post_status.message(),
+                        cycle=self.cycle,
+                    )
                 nominating = result.nominating_info if result is not None else None
             self._scheduling_failed(
                 framework, qpi, state, Status(Code.UNSCHEDULABLE, str(fit)), fit, nominating, start
@@ -319,13 +327,14 @@ class Scheduler:
                 "Binding",
                 f"Successfully assigned {assumed.key} to {host}",
             )
+            logger.info("pod_bound", pod=assumed.key, node=host, cycle=self.cycle)
             self._report_attempt(framework, qpi, state, "scheduled", host, "", decision=decision)
             framework.run_post_bind(state, assumed, host)
         except asyncio.CancelledError:
             self.cache.forget_pod(assumed)
             raise
         except Exception as error:
-            logger.exception("binding cycle of %s failed", assumed.key)
+            logger.exception("binding_cycle_failed", pod=assumed.key, node=host, cycle=self.cycle)
             self._binding_failed(
                 framework, state, qpi, assumed, host, Status.from_error(error), start
             )
@@ -390,6 +399,13 @@ class Scheduler:
         self.queue.nominator.add_nominated_pod(qpi.pod, nominating)
 
         message = str(fit) if fit is not None else status.message()
+        logger.info(
+            "pod_unschedulable" if rejected else "pod_scheduling_error",
+            pod=pod.key,
+            reason=message,
+            plugin=status.plugin,
+            cycle=self.cycle,
+        )
         self._record_event(
             framework, pod, "Warning", "FailedScheduling", "Scheduling", truncate_note(message)
         )
@@ -403,7 +419,7 @@ class Scheduler:
         try:
             await self.status_writer.patch_status(pod, patch)
         except ApiError as error:
-            logger.warning("could not update the status of %s: %s", pod.key, error)
+            logger.warning("pod_status_update_failed", pod=pod.key, reason=str(error))
 
     def _record_event(
         self, framework: Framework, pod: PodRef, type_: str, reason: str, action: str, note: str
@@ -458,7 +474,7 @@ class Scheduler:
             try:
                 action()
             except Exception:
-                logger.exception("periodic task failed")
+                logger.exception("periodic_task_failed")
             await self.clock.sleep(period)
 
     def _flush_backoff(self) -> None:
@@ -473,7 +489,7 @@ class Scheduler:
     def _cleanup_assumed(self) -> None:
         expired = self.cache.cleanup_expired_assumed_pods()
         for pod in expired:
-            logger.warning("assumed pod %s expired without a confirmed binding", pod.key)
+            logger.warning("assumed_pod_expired", pod=pod.key, node=pod.node_name)
 
     def start_periodic_tasks(self) -> list[asyncio.Task[None]]:
         loop = asyncio.get_running_loop()

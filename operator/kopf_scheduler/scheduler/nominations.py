@@ -14,16 +14,17 @@ the pod's status, when
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
+
+import structlog
 
 from kopf_scheduler.framework.status import Code
 from kopf_scheduler.framework.types import FitError, NominatingInfo, NominatingMode
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.ports import ApiError, PodStatusPatch, PodStatusWriter
 
-logger = logging.getLogger("kopf_scheduler.nominations")
+logger = structlog.get_logger("kopf_scheduler.nominations")
 
 
 class NominationHygiene:
@@ -47,7 +48,7 @@ class NominationHygiene:
     def _clear(self, pod: Pod, node: str, why: str) -> None:
         self._forget(pod)
         self.cleared.append((pod.key, node, why))
-        logger.info("clearing nomination of %s to %s: %s", pod.key, node, why)
+        logger.info("nomination_cleared", pod=pod.key, node=node, reason=why)
         self._spawn(self._patch(pod))
 
     async def _patch(self, pod: Pod) -> None:
@@ -55,7 +56,7 @@ class NominationHygiene:
         try:
             await self._writer.patch_status(pod, patch)
         except ApiError as error:
-            logger.warning("could not clear the nomination of %s: %s", pod.key, error)
+            logger.warning("nomination_clear_failed", pod=pod.key, reason=str(error))
 
     def node_gone(self, node_name: str, why: str) -> None:
         """The node was deleted or cordoned: nominations to it are void."""

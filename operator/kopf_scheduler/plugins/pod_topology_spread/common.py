@@ -1,10 +1,11 @@
 """What PodTopologySpread's filtering and scoring share: which constraints apply to a pod, which
-nodes count for a constraint, how matching pods are counted, and Go-exact float helpers.
+nodes count for a constraint, how matching pods are counted, and Go-exact float arithmetic.
 
 Constraints come from the pod's ``topologySpreadConstraints`` or, when it has none, from the
 plugin's default constraints. Default constraints carry no selector of their own: a pod gets
-the selector of the workloads that select or own it (upstream ``helper.DefaultSelector``: the
-Services, ReplicationControllers, ReplicaSets and StatefulSets whose selectors match the pod).
+the selector of the workloads that select or own it (upstream ``DefaultSelector``: the
+Services in its namespace whose selector matches it, ANDed with the selector of the
+ReplicationController, ReplicaSet or StatefulSet that is its controller).
 The scheduler provides that knowledge through an optional ``workload_selectors`` attribute on
 the :class:`~kopf_scheduler.framework.handle.Handle` implementing :class:`WorkloadSelectors`.
 Without it every pod's default selector is empty, and constraints with an empty selector are
@@ -172,7 +173,7 @@ def count_pods_match_selector(pods: Iterable[Pod], selector: LabelSelector, name
     return count
 
 
-# Go float helpers -------------------------------------------------------------------------
+# Go float arithmetic ----------------------------------------------------------------------
 
 _LN2_HI = 6.93147180369123816490e-01
 _LN2_LO = 1.90821492927058770002e-10

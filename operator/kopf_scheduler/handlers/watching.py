@@ -1,0 +1,66 @@
+"""Register kopf event handlers that forward watch events to the scheduler's event handlers."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import kopf
+
+from kopf_scheduler.informer.handlers import ADDED, DELETED, MODIFIED, EventHandlers
+
+logger = logging.getLogger("kopf_scheduler.handlers")
+
+WATCHED = (
+    ("", "v1", "pods"),
+    ("", "v1", "nodes"),
+    ("", "v1", "namespaces"),
+    ("policy", "v1", "poddisruptionbudgets"),
+    ("scheduling.k8s.io", "v1", "priorityclasses"),
+)
+
+
+def _event_type(raw_type: Any) -> str:
+    # kopf reports objects from the initial listing with no type: they are current state.
+    if raw_type == DELETED:
+        return DELETED
+    return MODIFIED if raw_type == MODIFIED else ADDED
+
+
+def register(registry: kopf.OperatorRegistry, handlers: Callable[[], EventHandlers]) -> None:
+    """Register the five watches on ``registry``; ``handlers()`` returns the live handlers."""
+
+    def route(kind: str) -> Callable[[EventHandlers, str, Any], None]:
+        return {
+            "pods": lambda h, t, o: h.on_pod(t, o),
+            "nodes": lambda h, t, o: h.on_node(t, o),
+            "namespaces": lambda h, t, o: h.on_namespace(t, o),
+            "poddisruptionbudgets": lambda h, t, o: h.on_pdb(t, o),
+            "priorityclasses": lambda h, t, o: h.on_priority_class(t, o),
+        }[kind]
+
+    for group, version, plural in WATCHED:
+        forward = route(plural)
+
+        async def on_event(event: Any, _forward: Any = forward, _plural: str = plural, **_: Any) -> None:
+            raw = event.get("object")
+            if not isinstance(raw, dict):
+                return
+            try:
+                _forward(handlers(), _event_type(event.get("type")), raw)
+            except Exception:
+                # A bug in one event must not stop the watch of every other object.
+                logger.exception("failed to handle a %s event", _plural)
+
+        kopf.on.event(group, version, plural, registry=registry, id=f"forward-{plural}")(on_event)
+
+
+def apply_settings(configure: kopf.OperatorSettings) -> None:
+    """kopf settings for a scheduler: silent, standalone, no object writes, no CRD scanning."""
+    configure.peering.standalone = True
+    configure.peering.clusterwide = True
+    configure.posting.enabled = False
+    configure.scanning.disabled = True
+    configure.watching.reconnect_backoff = 0.5
+    configure.watching.inactivity_timeout = 300.0

@@ -1,0 +1,328 @@
+"""The one door to the API server: authenticated, rate-limited, retried, raw JSON in and out.
+
+kubernetes-asyncio provides authentication (kubeconfig, in-cluster service account, token refresh)
+and the HTTP connection pool; nothing else of it is used. Requests go through
+``ApiClient.call_api`` without a response type and with ``_preload_content=False``, and the body is
+parsed here with ``json``: building the generated model classes costs about 340 µs per pod against
+about 20 µs for a plain dict, and the rest of the scheduler reads plain dicts anyway.
+
+Every request waits for the shared token bucket (``ratelimit``), is retried on overload and network
+failures (``retry``), and fails with a ``ports`` error (``errors``), never a library exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes_asyncio import config as kube_config
+from kubernetes_asyncio.client import ApiClient, Configuration
+
+from kopf_scheduler import __version__
+from kopf_scheduler.k8s.clock import MonotonicClock
+from kopf_scheduler.k8s.errors import (
+    LIBRARY_EXCEPTIONS,
+    ClientConfigError,
+    TransportError,
+    from_exception,
+    from_response,
+)
+from kopf_scheduler.k8s.ratelimit import DEFAULT_BURST, DEFAULT_QPS, RateLimiter, limiter_for
+from kopf_scheduler.k8s.retry import DEFAULT_RETRY, RetryPolicy, parse_retry_after, send_with_retries
+from kopf_scheduler.ports import ApiError, Clock
+
+logger = logging.getLogger("kopf_scheduler.k8s.client")
+
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+
+USER_AGENT = f"kopf-scheduler/{__version__}"
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_PAGE_SIZE = 500
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One HTTP reply, before it is judged a success or an error."""
+
+    status: int
+    reason: str
+    retry_after: float | None
+    body: bytes
+
+
+@dataclass(frozen=True)
+class ListResult:
+    """The objects of a LIST and the resourceVersion to start a WATCH from."""
+
+    items: list[dict[str, Any]]
+    resource_version: str
+
+
+def decode(body: bytes) -> dict[str, Any]:
+    """A JSON object body as a dict; an empty or non-object body as ``{}``."""
+    if not body:
+        return {}
+    try:
+        parsed = json.loads(body)
+    except ValueError as error:
+        raise ApiError(0, "InvalidResponse", f"the reply is not JSON: {error}") from None
+    return parsed if isinstance(parsed, dict) else {}
+
+
+class Api:
+    """Raw-JSON requests to the API server through a kubernetes-asyncio ``ApiClient``.
+
+    ``limiter`` is shared by every request of this instance (and of siblings made with
+    :meth:`with_limiter` only if they are given the same one). ``clock`` times the retry backoff.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        limiter: RateLimiter | None = None,
+        retry: RetryPolicy = DEFAULT_RETRY,
+        clock: Clock | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        owns_client: bool = True,
+    ) -> None:
+        self.client = client
+        self.limiter: RateLimiter = (
+            limiter if limiter is not None else limiter_for(DEFAULT_QPS, DEFAULT_BURST)
+        )
+        self.retry = retry
+        self.clock: Clock = clock if clock is not None else MonotonicClock()
+        self.timeout = timeout
+        self._owns_client = owns_client
+        self._background: asyncio.Task[None] | None = None
+
+    def with_limiter(self, limiter: RateLimiter) -> Api:
+        """A sibling on the same connection pool with its own limiter.
+
+        kube-scheduler renews its Lease through a separate client, so a backlog of bindings cannot
+        delay a renewal past the renew deadline; this is the same separation.
+        """
+        return Api(
+            self.client,
+            limiter=limiter,
+            retry=self.retry,
+            clock=self.clock,
+            timeout=self.timeout,
+            owns_client=False,
+        )
+
+    async def close(self) -> None:
+        if self._background is not None:
+            self._background.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._background
+            self._background = None
+        if self._owns_client:
+            await self.client.close()
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        body: Mapping[str, Any] | None = None,
+        content_type: str = JSON,
+        query: Mapping[str, str] | None = None,
+        *,
+        retry: RetryPolicy | None = None,
+    ) -> dict[str, Any]:
+        """Send one request (with retries) and return the reply's JSON object.
+
+        Raises :class:`~kopf_scheduler.ports.NotFoundError` for 404,
+        :class:`~kopf_scheduler.ports.ConflictError` for 409 (``reason`` tells ``AlreadyExists``
+        from ``Conflict``), :class:`~kopf_scheduler.ports.ApiError` for other failures, and
+        :class:`~kopf_scheduler.k8s.errors.TransportError` (an ``ApiError`` with status 0) when no
+        reply arrived.
+        """
+        method = method.upper()
+
+        async def send() -> Reply:
+            return await self._send(method, path, body, content_type, query)
+
+        reply = await send_with_retries(
+            send, retry if retry is not None else self.retry, self.clock, f"{method} {path}"
+        )
+        if 200 <= reply.status < 300:
+            return decode(reply.body)
+        raise from_response(reply.status, reply.body, reply.reason)
+
+    async def list(
+        self,
+        path: str,
+        query: Mapping[str, str] | None = None,
+        *,
+        page_size: int = DEFAULT_PAGE_SIZE,
+    ) -> ListResult:
+        """All objects of a collection, fetched in pages of ``page_size`` (0: in one request).
+
+        Items get the ``apiVersion`` and ``kind`` the API server leaves out of list items, so they
+        look like the objects a WATCH delivers. If a continue token expires midway (410), the list
+        starts over in one unpaginated request, as client-go's pager does.
+        """
+        params = dict(query or {})
+        items: list[dict[str, Any]] = []
+        token = ""
+        limit = page_size
+        while True:
+            page_params = dict(params)
+            if limit > 0:
+                page_params["limit"] = str(limit)
+            if token:
+                page_params["continue"] = token
+            try:
+                page = await self.request("GET", path, query=page_params)
+            except ApiError as error:
+                if error.status == 410 and token:
+                    logger.info("list of %s expired midway; listing again in one page", path)
+                    items, token, limit = [], "", 0
+                    continue
+                raise
+            _add_items(items, page)
+            metadata = page.get("metadata") or {}
+            token = metadata.get("continue") or ""
+            if not token:
+                return ListResult(items, str(metadata.get("resourceVersion") or ""))
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        body: Mapping[str, Any] | None,
+        content_type: str,
+        query: Mapping[str, str] | None,
+    ) -> Reply:
+        await self.limiter.acquire()
+        try:
+            response = await self.client.call_api(
+                path,
+                method,
+                query_params=list(query.items()) if query else None,
+                header_params={"Accept": JSON, "Content-Type": content_type},
+                body=dict(body) if body is not None else None,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=self.timeout,
+            )
+            try:
+                payload: bytes = await response.read()
+            finally:
+                response.release()
+        except LIBRARY_EXCEPTIONS as exc:
+            error = from_exception(exc)
+            if isinstance(error, TransportError):
+                raise error from exc
+            raise error from None
+        return Reply(
+            status=int(response.status),
+            reason=str(response.reason or ""),
+            retry_after=parse_retry_after(response.headers),
+            body=payload,
+        )
+
+
+def _add_items(items: list[dict[str, Any]], page: Mapping[str, Any]) -> None:
+    kind = page.get("kind")
+    item_kind = kind[: -len("List")] if isinstance(kind, str) and kind.endswith("List") else None
+    api_version = page.get("apiVersion")
+    for item in page.get("items") or ():
+        if not isinstance(item, dict):
+            continue
+        if item_kind and "kind" not in item:
+            item["kind"] = item_kind
+        if api_version and "apiVersion" not in item:
+            item["apiVersion"] = api_version
+        items.append(item)
+
+
+async def load_configuration(
+    kubeconfig: str | None = None, context: str | None = None
+) -> tuple[Any, Any]:
+    """The client configuration and, for kubeconfig files, the loader that can refresh tokens.
+
+    An explicit kubeconfig path wins; without one, a pod's service account is used when
+    ``KUBERNETES_SERVICE_HOST`` is set; otherwise ``$KUBECONFIG`` or ``~/.kube/config``.
+    """
+    configuration = Configuration()
+    try:
+        if kubeconfig:
+            loader = await kube_config.load_kube_config(
+                config_file=kubeconfig,
+                context=context,
+                client_configuration=configuration,
+                persist_config=False,
+            )
+            return configuration, loader
+        if os.environ.get("KUBERNETES_SERVICE_HOST"):
+            load_incluster: Any = kube_config.load_incluster_config  # untyped in the library
+            load_incluster(client_configuration=configuration)
+            return configuration, None
+        loader = await kube_config.load_kube_config(
+            config_file=os.environ.get("KUBECONFIG") or None,
+            context=context,
+            client_configuration=configuration,
+            persist_config=False,
+        )
+        return configuration, loader
+    except (kube_config.ConfigException, OSError, ValueError, KeyError, TypeError) as error:
+        source = kubeconfig or (
+            "in-cluster" if os.environ.get("KUBERNETES_SERVICE_HOST") else "default kubeconfig"
+        )
+        raise ClientConfigError(
+            f"cannot load the Kubernetes client configuration ({source}): {error}"
+        ) from error
+
+
+async def make_api(
+    kubeconfig: str | None = None,
+    qps: float = DEFAULT_QPS,
+    burst: int = DEFAULT_BURST,
+    *,
+    context: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    retry: RetryPolicy = DEFAULT_RETRY,
+    clock: Clock | None = None,
+) -> Api:
+    """An :class:`Api` for the cluster the configuration points to, limited to ``qps``/``burst``.
+
+    Tokens that expire (exec plugins, cloud auth providers in a kubeconfig) are refreshed in the
+    background until :meth:`Api.close`.
+    """
+    configuration, loader = await load_configuration(kubeconfig, context)
+    client = ApiClient(configuration)
+    client.user_agent = USER_AGENT
+    api = Api(
+        client,
+        limiter=limiter_for(qps, burst),
+        retry=retry,
+        clock=clock,
+        timeout=timeout,
+        owns_client=True,
+    )
+    if loader is not None:
+        api._background = asyncio.create_task(_refresh_tokens(loader, configuration))
+    return api
+
+
+async def _refresh_tokens(loader: Any, configuration: Any) -> None:
+    # kubernetes-asyncio's refresher returns at once for static credentials and loops otherwise.
+    while True:
+        try:
+            await kube_config.refresh_token(loader, configuration)
+            return
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.exception("refreshing the API token failed; trying again in 60s")
+            await asyncio.sleep(60)

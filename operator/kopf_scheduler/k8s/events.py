@@ -1,0 +1,311 @@
+"""Posting ``events.k8s.io/v1`` Events about pods, off the scheduling path and without floods.
+
+``record()`` only puts the event into a bounded queue: the scheduling loop never waits for the API
+server, and when the queue is full the event is dropped (events are best effort; errors are logged,
+never raised). One background task sends them, one request at a time, so it uses at most one slot
+of the shared rate limit.
+
+Repeats are folded into a series the way client-go's events recorder does: an event equal to one
+sent within the last ``series_window`` seconds (same pod, related pod, reason, action, type, note
+and controller) does not create a new Event object; it bumps ``series.count`` and
+``series.lastObservedTime`` on the existing one with a JSON merge patch. Such patches are sent at
+most once per ``min_patch_interval`` per series, and counts that arrive in between are written by
+the periodic flush, so a pod failing to schedule every second costs one request per half minute,
+not one per attempt. A series whose Event object expired on the server (404 on the patch) is
+created again with its count.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from kopf_scheduler.k8s.client import MERGE_PATCH, Api
+from kopf_scheduler.k8s.clock import WallClock, micro_time
+from kopf_scheduler.ports import ApiError, Clock, Event, NotFoundError, PodRef
+
+logger = logging.getLogger("kopf_scheduler.k8s.events")
+
+DEFAULT_QUEUE_SIZE = 1000
+DEFAULT_SERIES_WINDOW = 600.0
+DEFAULT_MIN_PATCH_INTERVAL = 30.0
+DEFAULT_FLUSH_INTERVAL = 5.0
+DEFAULT_MAX_SERIES = 10_000
+NOTE_LENGTH_LIMIT = 1024
+"""Bytes the API server accepts in ``note``."""
+FIELD_LENGTH_LIMIT = 128
+"""Characters the API server accepts in ``reportingController``/``reportingInstance``."""
+
+SeriesKey = tuple[str, str, str, str, str, str, str, str, str, str]
+
+
+def events_path(namespace: str) -> str:
+    return f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"
+
+
+def object_reference(pod: PodRef) -> dict[str, str]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "namespace": pod.namespace,
+        "name": pod.name,
+        "uid": pod.uid,
+    }
+
+
+def truncate_note(note: str, limit: int = NOTE_LENGTH_LIMIT) -> str:
+    """``note`` cut to ``limit`` UTF-8 bytes without splitting a character."""
+    encoded = note.encode("utf-8")
+    if len(encoded) <= limit:
+        return note
+    return encoded[:limit].decode("utf-8", "ignore")
+
+
+def series_key(event: Event) -> SeriesKey:
+    related = event.related
+    return (
+        event.reporting_controller,
+        event.action,
+        event.reason,
+        event.type,
+        event.note,
+        event.regarding.namespace,
+        event.regarding.name,
+        event.regarding.uid,
+        related.key if related is not None else "",
+        related.uid if related is not None else "",
+    )
+
+
+@dataclass
+class _Series:
+    namespace: str
+    name: str
+    body: dict[str, Any]
+    count: int
+    last_observed: float
+    written_count: int
+    last_write: float
+
+    @property
+    def dirty(self) -> bool:
+        return self.count > self.written_count
+
+
+_TICK = None
+
+
+class ApiEventRecorder:
+    """:class:`kopf_scheduler.ports.EventRecorder` over the API server.
+
+    Call :meth:`start` once the event loop runs and :meth:`stop` on shutdown; events recorded
+    before :meth:`start` wait in the queue.
+    """
+
+    def __init__(
+        self,
+        api: Api,
+        *,
+        hostname: str | None = None,
+        clock: Clock | None = None,
+        queue_size: int = DEFAULT_QUEUE_SIZE,
+        series_window: float = DEFAULT_SERIES_WINDOW,
+        min_patch_interval: float = DEFAULT_MIN_PATCH_INTERVAL,
+        flush_interval: float = DEFAULT_FLUSH_INTERVAL,
+        max_series: int = DEFAULT_MAX_SERIES,
+    ) -> None:
+        self._api = api
+        self._hostname = hostname if hostname is not None else socket.gethostname()
+        self._clock: Clock = clock if clock is not None else WallClock()
+        self._queue: asyncio.Queue[Event | None] = asyncio.Queue(maxsize=queue_size)
+        self._series_window = series_window
+        self._min_patch_interval = min_patch_interval
+        self._flush_interval = flush_interval
+        self._max_series = max_series
+        self._series: OrderedDict[SeriesKey, _Series] = OrderedDict()
+        self._last_stamp = 0
+        self._worker: asyncio.Task[None] | None = None
+        self._ticker: asyncio.Task[None] | None = None
+        self._closed = False
+        self.dropped = 0
+        """Events dropped because the queue was full or the recorder was stopped."""
+
+    # The port ----------------------------------------------------------------------------------
+
+    def record(self, event: Event) -> None:
+        if self._closed:
+            self.dropped += 1
+            return
+        try:
+            self._queue.put_nowait(event)
+        except asyncio.QueueFull:
+            self.dropped += 1
+            if self.dropped == 1 or self.dropped % 100 == 0:
+                logger.warning(
+                    "event queue full; dropped %d events so far (latest: %s %s on %s)",
+                    self.dropped,
+                    event.reason,
+                    event.type,
+                    event.regarding.key,
+                )
+
+    # Lifecycle ---------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._worker is not None:
+            return
+        self._closed = False
+        self._worker = asyncio.create_task(self._work(), name="event-recorder")
+        self._ticker = asyncio.create_task(self._tick(), name="event-recorder-flush")
+
+    async def stop(self, timeout: float = 5.0) -> None:
+        """Send what is queued and the final series counts, for at most ``timeout`` seconds."""
+        self._closed = True
+        if self._ticker is not None:
+            self._ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._ticker
+            self._ticker = None
+        if self._worker is None:
+            return
+        try:
+            await asyncio.wait_for(self._drain(), timeout)
+        except TimeoutError:
+            pending = self._queue.qsize()
+            self.dropped += pending
+            logger.warning("event recorder stopped with %d events unsent", pending)
+        finally:
+            self._worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._worker
+            self._worker = None
+
+    async def _drain(self) -> None:
+        await self._queue.join()
+        await self.flush(final=True)
+
+    async def _work(self) -> None:
+        while True:
+            item = await self._queue.get()
+            try:
+                if item is _TICK:
+                    await self.flush()
+                else:
+                    await self.process(item)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("recording an event failed")
+            finally:
+                self._queue.task_done()
+
+    async def _tick(self) -> None:
+        while True:
+            await self._clock.sleep(self._flush_interval)
+            with contextlib.suppress(asyncio.QueueFull):
+                self._queue.put_nowait(_TICK)
+
+    # Sending -----------------------------------------------------------------------------------
+
+    async def process(self, event: Event) -> None:
+        """Send one event now: a new Event object, or a bump of the series it repeats."""
+        now = self._clock.now()
+        key = series_key(event)
+        series = self._series.get(key)
+        if series is not None and now - series.last_observed > self._series_window:
+            if series.dirty:
+                await self._write_series(series, now)
+            del self._series[key]
+            series = None
+        if series is not None:
+            series.count += 1
+            series.last_observed = now
+            self._series.move_to_end(key)
+            if now - series.last_write >= self._min_patch_interval:
+                await self._write_series(series, now)
+            return
+        body = self._event_body(event, now)
+        series = _Series(
+            namespace=body["metadata"]["namespace"],
+            name=body["metadata"]["name"],
+            body=body,
+            count=1,
+            last_observed=now,
+            written_count=1,
+            last_write=now,
+        )
+        self._series[key] = series
+        while len(self._series) > self._max_series:
+            self._series.popitem(last=False)
+        await self._create(series.namespace, body)
+
+    async def flush(self, *, final: bool = False) -> None:
+        """Write series counts that are due (all of them when ``final``); forget ended series."""
+        now = self._clock.now()
+        for key, series in list(self._series.items()):
+            if series.dirty and (final or now - series.last_write >= self._min_patch_interval):
+                await self._write_series(series, now)
+            if now - series.last_observed > self._series_window and not series.dirty:
+                self._series.pop(key, None)
+
+    def _event_body(self, event: Event, now: float) -> dict[str, Any]:
+        regarding = event.regarding
+        namespace = regarding.namespace or "default"
+        stamp = max(int(now * 1e9), self._last_stamp + 1)
+        self._last_stamp = stamp
+        controller = event.reporting_controller[:FIELD_LENGTH_LIMIT]
+        body: dict[str, Any] = {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": f"{regarding.name}.{stamp:x}", "namespace": namespace},
+            "eventTime": micro_time(now),
+            "reportingController": controller,
+            "reportingInstance": f"{controller}-{self._hostname}"[:FIELD_LENGTH_LIMIT],
+            "action": event.action,
+            "reason": event.reason,
+            "type": event.type,
+            "note": truncate_note(event.note),
+            "regarding": object_reference(regarding),
+        }
+        if event.related is not None:
+            body["related"] = object_reference(event.related)
+        return body
+
+    async def _create(self, namespace: str, body: dict[str, Any]) -> None:
+        try:
+            await self._api.request("POST", events_path(namespace), body)
+        except ApiError as error:
+            self._log_failure("creating", body, error)
+
+    async def _write_series(self, series: _Series, now: float) -> None:
+        patch = {
+            "series": {"count": series.count, "lastObservedTime": micro_time(series.last_observed)}
+        }
+        series.written_count = series.count
+        series.last_write = now
+        try:
+            await self._api.request(
+                "PATCH",
+                f"{events_path(series.namespace)}/{series.name}",
+                patch,
+                content_type=MERGE_PATCH,
+            )
+        except NotFoundError:
+            # The Event object expired (the API server keeps events for an hour): recreate it.
+            await self._create(series.namespace, {**series.body, **patch})
+        except ApiError as error:
+            self._log_failure("updating", series.body, error)
+
+    @staticmethod
+    def _log_failure(doing: str, body: dict[str, Any], error: ApiError) -> None:
+        regarding = body.get("regarding", {})
+        where = f"{regarding.get('namespace')}/{regarding.get('name')}"
+        if error.status == 409:
+            logger.debug("%s event %s on %s: %s", doing, body.get("reason"), where, error)
+        else:
+            logger.warning("%s event %s on %s failed: %s", doing, body.get("reason"), where, error)

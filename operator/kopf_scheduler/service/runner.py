@@ -1,0 +1,299 @@
+"""``kopf-scheduler run``: the scheduler as a process in a cluster.
+
+Order of events: read and validate the configuration (a bad file stops here, naming the field);
+connect; LIST everything into the cache; serve /healthz, /readyz and /metrics; start kopf's
+watches; campaign for the Lease (only the leader pops and binds; followers keep their caches
+warm); schedule until SIGTERM or SIGINT; then stop popping, let in-flight bindings finish (or be
+forgotten) for a bounded time, release the Lease, and exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import os
+import signal
+import socket
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import kopf
+import structlog
+
+from kopf_scheduler.assembly import ClusterView, Ports, build_scheduler
+from kopf_scheduler.config.errors import ConfigError
+from kopf_scheduler.config.loader import default_config, load_config
+from kopf_scheduler.config.types import SchedulerConfig
+from kopf_scheduler.handlers.watching import apply_settings, register
+from kopf_scheduler.informer.handlers import EventHandlers, invalid_pod_message
+from kopf_scheduler.informer.store import Store
+from kopf_scheduler.k8s.binder import ApiBinder
+from kopf_scheduler.k8s.client import Api, make_api
+from kopf_scheduler.k8s.clock import WallClock
+from kopf_scheduler.k8s.deleter import ApiPodDeleter
+from kopf_scheduler.k8s.events import ApiEventRecorder
+from kopf_scheduler.k8s.lease import LeaderElector
+from kopf_scheduler.k8s.metrics import PrometheusMetrics
+from kopf_scheduler.k8s.ratelimit import limiter_for
+from kopf_scheduler.k8s.status import ApiPodStatusWriter
+from kopf_scheduler.model.errors import InvalidObjectError
+from kopf_scheduler.model.timeutil import format_timestamp
+from kopf_scheduler.ports import ApiError, Event, ObjectRef, PodStatusPatch
+from kopf_scheduler.scheduler.failure import POD_SCHEDULED, REASON_UNSCHEDULABLE
+from kopf_scheduler.scheduler.loop import Scheduler
+from kopf_scheduler.service.annotations import StatusAnnotationWriter
+from kopf_scheduler.service.explanations import ExplanationRecorder
+from kopf_scheduler.service.health import HealthServer
+from kopf_scheduler.service.logs import configure_logging
+from kopf_scheduler.service.sync import Synchronizer
+
+logger = structlog.get_logger("kopf_scheduler.service")
+
+EXIT_CONFIG = 2
+SHUTDOWN_GRACE = 10.0
+RESYNC_PERIOD = 300.0
+
+
+@dataclass
+class RunOptions:
+    config_path: str | None = None
+    kubeconfig: str | None = None
+    namespace: str | None = None
+    health_host: str = "0.0.0.0"
+    health_port: int = 10259
+    log_format: str | None = None
+    log_level: str = "info"
+    identity: str | None = None
+
+
+class _Lister:
+    def __init__(self, api: Api) -> None:
+        self._api = api
+
+    async def list_items(self, path: str) -> list[dict[str, Any]]:
+        result = await self._api.list(path)
+        return list(result.items)
+
+
+async def _connection_info(api: Api) -> kopf.ConnectionInfo:
+    """kopf's credentials, taken from the same client configuration the adapter uses."""
+    config = api.client.configuration
+    header = config.get_api_key_with_prefix("BearerToken") or config.get_api_key_with_prefix(
+        "authorization"
+    )
+    if inspect.isawaitable(header):
+        header = await header
+    scheme, token = None, None
+    if header:
+        parts = str(header).split(" ", 1)
+        scheme, token = (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0])
+    return kopf.ConnectionInfo(
+        server=config.host,
+        ca_path=config.ssl_ca_cert,
+        insecure=not config.verify_ssl,
+        username=config.username or None,
+        password=config.password or None,
+        scheme=scheme,
+        token=token,
+        certificate_path=config.cert_file,
+        private_key_path=config.key_file,
+    )
+
+
+class Operator:
+    """One scheduler process; built by :func:`run`, kept as an object for tests."""
+
+    def __init__(self, config: SchedulerConfig, options: RunOptions, api: Api) -> None:
+        self.config = config
+        self.options = options
+        self.api = api
+        self.clock = WallClock()
+        self.metrics = PrometheusMetrics()
+        self.events = ApiEventRecorder(api)
+        self.store = Store()
+        self.stop = asyncio.Event()
+        status_writer = ApiPodStatusWriter(api)
+        self._status_writer = status_writer
+        ports = Ports(
+            self.clock, ApiBinder(api), status_writer, ApiPodDeleter(api), self.events, self.metrics
+        )
+        self._scheduler: Scheduler | None = None
+        explanations = ExplanationRecorder(
+            config.extensions.explanations,
+            StatusAnnotationWriter(api),
+            lambda coroutine: self.scheduler.spawn(coroutine),
+            self.store.get_pod,
+        )
+        self.scheduler = build_scheduler(
+            config,
+            ports,
+            ClusterView(self.store.get_pod, self.store.list_pdbs),
+            on_attempt=explanations,
+        )
+        self.handlers = EventHandlers(self.scheduler, self.store, self._report_invalid_pod)
+        self.sync = Synchronizer(_Lister(api), self.handlers)
+        election = config.leader_election
+        self.elector: LeaderElector | None = None
+        if election.leader_elect:
+            self.scheduler.active = False
+            identity = options.identity or f"{socket.gethostname()}_{os.getpid()}"
+            self.elector = LeaderElector(
+                api.with_limiter(limiter_for(5.0, 10)),
+                namespace=options.namespace or election.resource_namespace,
+                name=election.resource_name,
+                identity=identity,
+                lease_duration=election.lease_duration,
+                renew_deadline=election.renew_deadline,
+                retry_period=election.retry_period,
+                on_started_leading=self._started_leading,
+                on_stopped_leading=self._stopped_leading,
+            )
+        self.health = HealthServer(
+            host=options.health_host,
+            port=options.health_port,
+            registry=self.metrics.registry,
+            is_synced=lambda: self.sync.synced,
+            is_leader=self.is_leader,
+        )
+
+    def is_leader(self) -> bool:
+        if self.elector is None:
+            return True
+        return bool(self.elector.is_leader)
+
+    def _started_leading(self) -> None:
+        logger.info("leader_elected", lease=self.config.leader_election.resource_name)
+        self.scheduler.active = True
+        self.scheduler.notify()
+
+    def _stopped_leading(self) -> None:
+        logger.warning("leadership_lost", lease=self.config.leader_election.resource_name)
+        self.scheduler.active = False
+
+    def _report_invalid_pod(
+        self, raw: Mapping[str, Any], scheduler_name: str, error: InvalidObjectError
+    ) -> None:
+        metadata = raw.get("metadata") or {}
+        ref = ObjectRef(
+            metadata.get("namespace") or "default", metadata.get("name", ""), metadata.get("uid", "")
+        )
+        message = invalid_pod_message(error)
+        logger.warning("pod_invalid", pod=ref.key, reason=str(error))
+        self.events.record(
+            Event(ref, "Warning", "FailedScheduling", "Scheduling", message, scheduler_name)
+        )
+        condition = {
+            "type": POD_SCHEDULED,
+            "status": "False",
+            "reason": REASON_UNSCHEDULABLE,
+            "message": message,
+            "lastProbeTime": None,
+            "lastTransitionTime": format_timestamp(self.clock.now()),
+        }
+        self.scheduler.spawn(self._patch(ref, PodStatusPatch(conditions=[condition])))
+
+    async def _patch(self, ref: ObjectRef, patch: PodStatusPatch) -> None:
+        try:
+            await self._status_writer.patch_status(ref, patch)
+        except ApiError as error:
+            logger.warning("pod_status_update_failed", pod=ref.key, reason=str(error))
+
+    def _kopf_registry(self) -> kopf.OperatorRegistry:
+        registry = kopf.OperatorRegistry()
+        register(registry, lambda: self.handlers)
+
+        @kopf.on.login(registry=registry)
+        async def login(**_: Any) -> kopf.ConnectionInfo:
+            return await _connection_info(self.api)
+
+        @kopf.on.startup(registry=registry)
+        async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+            apply_settings(settings)
+
+        return registry
+
+    async def _resync_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(RESYNC_PERIOD)
+            try:
+                await self.sync.list_all()
+            except ApiError as error:
+                logger.warning("resync_failed", reason=str(error))
+
+    async def run(self) -> int:
+        await self.events.start()
+        await self.sync.list_all()
+        logger.info(
+            "caches_synced",
+            nodes=self.scheduler.cache.node_count(),
+            pods=self.scheduler.cache.pod_count(),
+            pending=len(self.scheduler.queue.pending_pods()),
+        )
+        await self.health.start()
+        logger.info("serving", host=self.health.host, port=self.health.port)
+        kopf_stop = asyncio.Event()
+        tasks = [
+            asyncio.create_task(
+                kopf.operator(
+                    registry=self._kopf_registry(),
+                    standalone=True,
+                    clusterwide=True,
+                    stop_flag=kopf_stop,
+                ),
+                name="kopf",
+            ),
+            asyncio.create_task(self.scheduler.run(self.stop), name="scheduler"),
+            asyncio.create_task(self._resync_periodically(), name="resync"),
+        ]
+        if self.elector is not None:
+            tasks.append(asyncio.create_task(self.elector.run(self.stop), name="leader-election"))
+        else:
+            logger.info("leader_election_disabled")
+        logger.info("ready", profiles=list(self.scheduler.profiles))
+        stop_waiter = asyncio.create_task(self.stop.wait())
+        done, _ = await asyncio.wait([stop_waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
+        failed = [t for t in done if t is not stop_waiter and not t.cancelled() and t.exception()]
+        for task in failed:
+            logger.error("component_failed", component=task.get_name(), exc_info=task.exception())
+        await self.shutdown(tasks, kopf_stop)
+        return 1 if failed else 0
+
+    async def shutdown(self, tasks: list[asyncio.Task[Any]], kopf_stop: asyncio.Event) -> None:
+        logger.info("shutting_down")
+        self.scheduler.active = False
+        self.stop.set()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.scheduler.drain(), SHUTDOWN_GRACE)
+        for pod in self.scheduler.cache.assumed_pods():
+            logger.warning("binding_abandoned", pod=pod.key, node=pod.node_name)
+        kopf_stop.set()
+        for task in tasks:
+            if task.get_name() in ("resync",):
+                task.cancel()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(
+                asyncio.gather(*tasks, return_exceptions=True), SHUTDOWN_GRACE
+            )
+        await self.events.stop()
+        await self.health.stop()
+        await self.api.close()
+        logger.info("stopped")
+
+
+async def run(options: RunOptions) -> int:
+    configure_logging(options.log_level, options.log_format)
+    try:
+        config = load_config(options.config_path) if options.config_path else default_config()
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_CONFIG
+    kubeconfig = options.kubeconfig or config.client_connection.kubeconfig or None
+    api = await make_api(kubeconfig, config.client_connection.qps, config.client_connection.burst)
+    operator = Operator(config, options, api)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, operator.stop.set)
+    return await operator.run()
