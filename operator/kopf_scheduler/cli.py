@@ -16,9 +16,10 @@ from pathlib import Path
 
 from kopf_scheduler.config.errors import ConfigError
 from kopf_scheduler.config.loader import default_config, load_config
+from kopf_scheduler.logs import configure_logging
 from kopf_scheduler.sim.report import build_report, render_json, render_table, render_yaml
 from kopf_scheduler.sim.runner import Simulation
-from kopf_scheduler.sim.scenario import ScenarioError, load_scenario
+from kopf_scheduler.sim.scenario import Scenario, ScenarioError, load_scenario
 
 EXIT_USAGE = 2
 
@@ -29,20 +30,35 @@ def bundled_demo() -> Path:
 
 
 def _simulate(args: argparse.Namespace) -> int:
+    configure_logging("warning", "console")
     try:
         config = load_config(args.config) if args.config else default_config()
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
-    paths = args.scenario or [bundled_demo()]
-    try:
-        scenario = load_scenario(paths)
-    except ScenarioError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_USAGE
+    added: list[str] = []
+    if args.from_cluster:
+        if not args.add:
+            print("error: --from-cluster needs at least one --add FILE", file=sys.stderr)
+            return EXIT_USAGE
+        try:
+            scenario, added = asyncio.run(_cluster_scenario(args))
+        except (ScenarioError, ValueError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return EXIT_USAGE
+    else:
+        if args.add:
+            print("error: --add goes with --from-cluster", file=sys.stderr)
+            return EXIT_USAGE
+        paths = args.scenario or [bundled_demo()]
+        try:
+            scenario = load_scenario(paths)
+        except ScenarioError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return EXIT_USAGE
     simulation = Simulation(config, seed=args.seed)
     result = asyncio.run(simulation.run(scenario))
-    report = build_report(result, explain=args.explain)
+    report = build_report(result, explain=args.explain, added=added)
     if args.output == "json":
         print(render_json(report))
     elif args.output == "yaml":
@@ -50,6 +66,17 @@ def _simulate(args: argparse.Namespace) -> int:
     else:
         print(render_table(report), end="")
     return 0
+
+
+async def _cluster_scenario(args: argparse.Namespace) -> tuple[Scenario, list[str]]:
+    from kopf_scheduler.k8s.client import make_api
+    from kopf_scheduler.service.whatif import cluster_scenario
+
+    api = await make_api(str(args.kubeconfig) if args.kubeconfig else None)
+    try:
+        return await cluster_scenario(api, args.add)
+    finally:
+        await api.close()
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -69,6 +96,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _explain(args: argparse.Namespace) -> int:
+    configure_logging("warning", "console")
     from kopf_scheduler.service.explain_cli import explain
 
     return asyncio.run(explain(args.pod, str(args.kubeconfig) if args.kubeconfig else None, args.output))
@@ -98,6 +126,19 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument(
         "--explain", action="store_true", help="include every attempt's per-node reasons and scores"
     )
+    simulate.add_argument(
+        "--from-cluster",
+        action="store_true",
+        help="start from the live cluster's state (read-only) instead of scenario files",
+    )
+    simulate.add_argument(
+        "--add",
+        action="append",
+        type=Path,
+        default=[],
+        help="with --from-cluster: pods to add (YAML/JSON); may be repeated",
+    )
+    simulate.add_argument("--kubeconfig", type=Path, help="with --from-cluster: the cluster")
     simulate.set_defaults(handler=_simulate)
 
     run = commands.add_parser("run", help="schedule pods in a cluster (the operator)")

@@ -34,7 +34,12 @@ from kopf_scheduler.k8s.errors import (
     from_response,
 )
 from kopf_scheduler.k8s.ratelimit import DEFAULT_BURST, DEFAULT_QPS, RateLimiter, limiter_for
-from kopf_scheduler.k8s.retry import DEFAULT_RETRY, RetryPolicy, parse_retry_after, send_with_retries
+from kopf_scheduler.k8s.retry import (
+    DEFAULT_RETRY,
+    RetryPolicy,
+    parse_retry_after,
+    send_with_retries,
+)
 from kopf_scheduler.ports import ApiError, Clock
 
 logger = logging.getLogger("kopf_scheduler.k8s.client")

@@ -6,9 +6,9 @@ bucket starts full, refills at ``qps`` tokens per second, and every request take
 request that finds the bucket empty reserves the next token and waits for it, so waiters are served
 in arrival order and never spin.
 
-Semantics of the two numbers follow kube-scheduler's defaulting and client-go: a ``qps`` of 0 and
-a ``burst`` of 0 mean "the scheduler's defaults" (50 and 100), and a negative ``qps`` turns the limit
-off.
+The two numbers mean what kube-scheduler's defaulting and client-go make of them: a ``qps`` of 0
+and a ``burst`` of 0 mean "the scheduler's defaults" (50 and 100), and a negative ``qps`` turns the
+limit off.
 """
 
 from __future__ import annotations

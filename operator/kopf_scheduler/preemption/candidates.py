@@ -209,7 +209,7 @@ def candidate_criteria(candidate: Candidate, index: int, now: float) -> Candidat
 
 _SCORE_FUNCTIONS: tuple[tuple[str, Callable[[CandidateCriteria], float]], ...] = (
     (CRITERION_FEWEST_PDB_VIOLATIONS, lambda c: -c.num_pdb_violations),
-    (CRITERION_LOWEST_HIGHEST_PRIORITY, lambda c: c.highest_victim_priority),
+    (CRITERION_LOWEST_HIGHEST_PRIORITY, lambda c: -c.highest_victim_priority),
     (CRITERION_SMALLEST_PRIORITY_SUM, lambda c: -c.priority_sum),
     (CRITERION_FEWEST_VICTIMS, lambda c: -c.num_victims),
     (CRITERION_LATEST_START_TIME, lambda c: c.earliest_start_time),

@@ -47,7 +47,7 @@ from kopf_scheduler.scheduler.loop import Scheduler
 from kopf_scheduler.service.annotations import StatusAnnotationWriter
 from kopf_scheduler.service.explanations import ExplanationRecorder
 from kopf_scheduler.service.health import HealthServer
-from kopf_scheduler.service.logs import configure_logging
+from kopf_scheduler.logs import configure_logging
 from kopf_scheduler.service.sync import Synchronizer
 
 logger = structlog.get_logger("kopf_scheduler.service")

@@ -63,10 +63,10 @@ class Synchronizer:
             for raw in items:
                 fresh[_key(raw)] = raw
                 route(ADDED, raw)
-            for key, raw in self._seen[kind].items():
+            for key, gone in self._seen[kind].items():
                 if key not in fresh and self._still_known(kind, key):
                     logger.info("resync_deleted", kind=kind, name=key)
-                    route(DELETED, raw)
+                    route(DELETED, gone)
             self._seen[kind] = fresh
         self.synced = True
 

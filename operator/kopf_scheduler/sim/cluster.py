@@ -119,9 +119,15 @@ class InMemoryCluster:
 
     def _admit_priority(self, spec: Raw) -> None:
         """What the Priority admission plugin does: resolve the class into the pod spec."""
-        if spec.get("priority") is not None:
-            return
         class_name = spec.get("priorityClassName")
+        if spec.get("priority") is not None:
+            # The given value stands, but the named class still supplies the preemption policy.
+            named = self.priority_classes.get(class_name) if class_name else None
+            if named is not None:
+                spec.setdefault(
+                    "preemptionPolicy", named.get("preemptionPolicy") or "PreemptLowerPriority"
+                )
+            return
         chosen: Raw | None = None
         if class_name:
             chosen = self.priority_classes.get(class_name)

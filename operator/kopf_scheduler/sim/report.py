@@ -42,7 +42,9 @@ def _pod_entry(
     }
 
 
-def build_report(result: SimulationResult, *, explain: bool = False) -> dict[str, Any]:
+def build_report(
+    result: SimulationResult, *, explain: bool = False, added: list[str] | None = None
+) -> dict[str, Any]:
     cluster = result.cluster
     pods: list[dict[str, Any]] = []
     for key in sorted(set(cluster.pods) | set(cluster.deleted)):
@@ -88,6 +90,21 @@ def build_report(result: SimulationResult, *, explain: bool = False) -> dict[str
     }
     if explain:
         report["attempts"] = [a.as_dict() for a in result.attempts]
+    if added:
+        by_key = {f"{p['namespace']}/{p['name']}": p for p in pods}
+        report["whatIf"] = [
+            {
+                **by_key[key],
+                "preempts": [
+                    victim
+                    for preemption in preemptions
+                    if preemption["preemptor"] == key
+                    for victim in preemption["victims"]
+                ],
+            }
+            for key in added
+            if key in by_key
+        ]
     return report
 
 
@@ -111,7 +128,24 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def render_table(report: dict[str, Any]) -> str:
-    lines = ["PODS"]
+    lines = []
+    if "whatIf" in report:
+        lines.append("WHAT IF")
+        lines += _table(
+            ["POD", "STATUS", "NODE", "WOULD PREEMPT", "MESSAGE"],
+            [
+                [
+                    f"{p['namespace']}/{p['name']}",
+                    p["status"],
+                    p["node"] or p["nominatedNode"] or "-",
+                    ", ".join(p["preempts"]) or "-",
+                    p["message"],
+                ]
+                for p in report["whatIf"]
+            ],
+        )
+        lines.append("")
+    lines.append("PODS")
     lines += _table(
         ["NAMESPACE/NAME", "PRIORITY", "STATUS", "NODE", "NOMINATED", "MESSAGE"],
         [

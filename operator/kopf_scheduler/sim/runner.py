@@ -179,7 +179,11 @@ class Simulation:
         for group in groups:
             for raw in group:
                 cluster.create(raw)
+        default_profile = self.config.profiles[0].scheduler_name
         for raw in scenario.pending_pods:
+            if not (raw.get("spec") or {}).get("schedulerName"):
+                # In a scenario, a pod that names no scheduler is meant for the one simulated.
+                raw = {**raw, "spec": {**(raw.get("spec") or {}), "schedulerName": default_profile}}
             created = cluster.create(raw)
             metadata = created["metadata"]
             self.pending_order.append(f"{metadata['namespace']}/{metadata['name']}")

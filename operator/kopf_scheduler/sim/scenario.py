@@ -62,15 +62,28 @@ def _describe(obj: Mapping[str, Any], index: int) -> str:
 
 
 def _documents(text: str, source: str) -> list[Any]:
-    stripped = text.lstrip()
-    try:
-        if stripped.startswith(("{", "[")):
+    documents: list[Any]
+    if text.lstrip().startswith(("{", "[")):
+        try:
             loaded = json.loads(text)
-            documents = loaded if isinstance(loaded, list) else [loaded]
+        except json.JSONDecodeError as json_error:
+            # YAML flow style (``{kind: Node, ...}``) starts the same way; the JSON error is the
+            # helpful one when neither parser accepts the text.
+            try:
+                documents = [d for d in yaml.safe_load_all(text) if d is not None]
+            except yaml.YAMLError:
+                raise ScenarioError(
+                    source, "file", f"not valid YAML or JSON: {json_error}"
+                ) from None
+            if len(documents) == 1 and isinstance(documents[0], list):
+                documents = documents[0]
         else:
+            documents = loaded if isinstance(loaded, list) else [loaded]
+    else:
+        try:
             documents = [d for d in yaml.safe_load_all(text) if d is not None]
-    except (json.JSONDecodeError, yaml.YAMLError) as error:
-        raise ScenarioError(source, "file", f"not valid YAML or JSON: {error}") from None
+        except yaml.YAMLError as error:
+            raise ScenarioError(source, "file", f"not valid YAML or JSON: {error}") from None
     flattened: list[Any] = []
     for document in documents:
         if isinstance(document, Mapping) and document.get("kind") == "List":
@@ -124,14 +137,21 @@ def load_scenario(paths: Iterable[str | Path]) -> Scenario:
     """Load and check scenario files; raise ScenarioError on the first problem."""
     scenario = Scenario()
     seen: set[tuple[str, str]] = set()
+    origins: dict[int, str] = {}
+    """Which file each loaded object came from (by identity), for reference errors."""
     for path in paths:
         source = str(path)
         try:
             text = Path(path).read_text(encoding="utf-8")
         except OSError as error:
             raise ScenarioError(source, "file", f"cannot read: {error.strerror or error}") from None
+        except UnicodeDecodeError as error:
+            raise ScenarioError(
+                source, "file", f"not UTF-8 text: byte {error.start}: {error.reason}"
+            ) from None
         for index, document in enumerate(_documents(text, source)):
             kind, obj = _check(document, index, source, seen)
+            origins[id(obj)] = source
             if kind == "Node":
                 scenario.nodes.append(obj)
             elif kind == "Namespace":
@@ -144,18 +164,20 @@ def load_scenario(paths: Iterable[str | Path]) -> Scenario:
                 scenario.running_pods.append(obj)
             else:
                 scenario.pending_pods.append(obj)
-    _check_references(scenario)
+    _check_references(scenario, origins)
     return scenario
 
 
-def _check_references(scenario: Scenario) -> None:
+def _check_references(scenario: Scenario, origins: Mapping[int, str]) -> None:
     nodes = {n["metadata"]["name"] for n in scenario.nodes}
     classes = {c["metadata"]["name"] for c in scenario.priority_classes}
     for pod in scenario.running_pods:
         node = pod["spec"]["nodeName"]
         if node not in nodes:
             name = f"Pod {pod['metadata'].get('namespace') or 'default'}/{pod['metadata']['name']}"
-            raise ScenarioError("scenario", name, f"spec.nodeName: node {node!r} is not defined")
+            raise ScenarioError(
+                origins[id(pod)], name, f"spec.nodeName: node {node!r} is not defined"
+            )
     for pod in scenario.running_pods + scenario.pending_pods:
         spec = pod.get("spec") or {}
         class_name = spec.get("priorityClassName")
@@ -167,5 +189,7 @@ def _check_references(scenario: Scenario) -> None:
         ):
             name = f"Pod {pod['metadata'].get('namespace') or 'default'}/{pod['metadata']['name']}"
             raise ScenarioError(
-                "scenario", name, f"spec.priorityClassName: no PriorityClass named {class_name!r}"
+                origins[id(pod)],
+                name,
+                f"spec.priorityClassName: no PriorityClass named {class_name!r}",
             )

@@ -1,0 +1,52 @@
+"""The kubernetes-asyncio adapter: the ``ports`` Protocols implemented against a real API server.
+
+Nothing outside this package (and the operator wiring) sees kubernetes-asyncio or aiohttp: requests
+carry raw JSON dicts, and failures surface as ``ports.ApiError`` and its subclasses.
+
+Typical wiring::
+
+    api = await make_api(config.client_connection.kubeconfig or None,
+                         config.client_connection.qps, config.client_connection.burst)
+    binder, status_writer, deleter = ApiBinder(api), ApiPodStatusWriter(api), ApiPodDeleter(api)
+    events = ApiEventRecorder(api); await events.start()
+    elector = LeaderElector(api.with_limiter(limiter_for(qps, burst)), "kube-system",
+                            "my-scheduler", default_identity(), ...)
+"""
+
+from kopf_scheduler.k8s.binder import ApiBinder
+from kopf_scheduler.k8s.client import Api, ListResult, load_configuration, make_api
+from kopf_scheduler.k8s.clock import MonotonicClock, WallClock
+from kopf_scheduler.k8s.deleter import ApiPodDeleter
+from kopf_scheduler.k8s.errors import ClientConfigError, TransportError
+from kopf_scheduler.k8s.events import ApiEventRecorder
+from kopf_scheduler.k8s.lease import LeaderElectionRecord, LeaderElector, default_identity
+from kopf_scheduler.k8s.metrics import PrometheusMetrics
+from kopf_scheduler.k8s.ratelimit import RateLimiter, TokenBucket, Unlimited, limiter_for
+from kopf_scheduler.k8s.retry import DEFAULT_RETRY, NO_RETRY, RetryPolicy
+from kopf_scheduler.k8s.status import ApiPodStatusWriter
+
+__all__ = [
+    "DEFAULT_RETRY",
+    "NO_RETRY",
+    "Api",
+    "ApiBinder",
+    "ApiEventRecorder",
+    "ApiPodDeleter",
+    "ApiPodStatusWriter",
+    "ClientConfigError",
+    "LeaderElectionRecord",
+    "LeaderElector",
+    "ListResult",
+    "MonotonicClock",
+    "PrometheusMetrics",
+    "RateLimiter",
+    "RetryPolicy",
+    "TokenBucket",
+    "TransportError",
+    "Unlimited",
+    "WallClock",
+    "default_identity",
+    "limiter_for",
+    "load_configuration",
+    "make_api",
+]
