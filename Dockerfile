@@ -1,8 +1,8 @@
-# syntax=docker/dockerfile:1
-#
 # kopf-scheduler container image.
 #
 #   docker build -t kopf-scheduler:dev .
+#
+# Needs BuildKit (the default builder since Docker 23) for RUN --mount.
 #
 # Stage 1 builds wheels for the project and every dependency; stage 2 installs those wheels
 # offline into a clean python:3.12-slim, with no compiler, no build cache and no source tree.
@@ -22,7 +22,9 @@ RUN apt-get update \
     && apt-get install --yes --no-install-recommends build-essential \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY pyproject.toml ./
+# README.m[d]: the wheel's long description when the file exists; a pattern that matches
+# nothing is no error when another source (pyproject.toml) matches.
+COPY pyproject.toml README.m[d] ./
 COPY operator ./operator
 RUN pip wheel --wheel-dir /wheels .
 

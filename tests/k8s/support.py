@@ -83,6 +83,8 @@ class LeaseServer:
         self.leases: dict[str, dict[str, Any]] = {}
         self.version = 100
         self.failures: list[int] = []
+        self.after_get: Callable[[], object] | None = None
+        """Runs after a GET is answered: another candidate acting between our read and write."""
 
     @property
     def collection(self) -> str:
@@ -120,7 +122,10 @@ class LeaseServer:
         if lease is None:
             return reply(404, "NotFound", f'leases.coordination.k8s.io "{name}" not found')
         if method == "GET":
-            return kmock.Response(status=200, payload=copy.deepcopy(lease))
+            answer = kmock.Response(status=200, payload=copy.deepcopy(lease))
+            if self.after_get is not None:
+                self.after_get()
+            return answer
         if method == "PUT":
             sent = request.data["metadata"].get("resourceVersion")
             if sent != lease["metadata"]["resourceVersion"]:

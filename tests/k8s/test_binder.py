@@ -46,7 +46,7 @@ async def test_posts_a_binding_naming_pod_uid_and_node(kmock: kmock.RawHandler, 
         pytest.param(
             409,
             "Conflict",
-            "Operation cannot be fulfilled on pods/binding \"web\": "
+            'Operation cannot be fulfilled on pods/binding "web": '
             "pod web is being deleted, cannot be assigned to a host",
             ConflictError,
             id="409-being-deleted",

@@ -9,8 +9,9 @@ import kmock
 import pytest
 import yaml
 from kubernetes_asyncio.client import ApiClient, Configuration
+from kubernetes_asyncio.config import incluster_config
 
-from kopf_scheduler.k8s.client import Api, make_api
+from kopf_scheduler.k8s.client import Api, load_configuration, make_api
 from kopf_scheduler.k8s.errors import ClientConfigError
 from kopf_scheduler.k8s.ratelimit import TokenBucket
 from kopf_scheduler.ports import ApiError
@@ -35,7 +36,7 @@ async def test_request_returns_the_reply_as_a_plain_dict(kmock: kmock.RawHandler
 
     assert type(result) is dict
     assert result == pod
-    request = list(kmock["get /api/v1/namespaces/team/pods/web"])[0]
+    [request] = kmock["get /api/v1/namespaces/team/pods/web"]
     assert request.headers["Accept"] == "application/json"
 
 
@@ -44,7 +45,8 @@ async def test_query_parameters_are_sent(kmock: kmock.RawHandler, api: Api) -> N
 
     await api.request("GET", PODS, query={"fieldSelector": "spec.nodeName=", "limit": "5"})
 
-    assert list(kmock[f"get {PODS}"])[0].params == {"fieldSelector": "spec.nodeName=", "limit": "5"}
+    [request] = kmock[f"get {PODS}"]
+    assert request.params == {"fieldSelector": "spec.nodeName=", "limit": "5"}
 
 
 async def test_an_empty_reply_body_is_an_empty_dict(kmock: kmock.RawHandler, api: Api) -> None:
@@ -160,7 +162,7 @@ async def test_make_api_authenticates_from_a_kubeconfig(
         await api.close()
 
     assert [item["metadata"]["name"] for item in result.items] == ["a"]
-    request = list(kmock[f"get {PODS}"])[0]
+    [request] = kmock[f"get {PODS}"]
     assert request.headers["Authorization"] == "Bearer s3cret"
     assert request.headers["User-Agent"].startswith("kopf-scheduler/")
     assert isinstance(api.limiter, TokenBucket)
@@ -172,12 +174,42 @@ async def test_make_api_reports_a_missing_kubeconfig(tmp_path: pathlib.Path) -> 
         await make_api(str(tmp_path / "missing"))
 
 
-async def test_make_api_uses_the_service_account_inside_a_pod(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # In a pod without the mounted token files the in-cluster loader must be the one that fails.
+@pytest.fixture
+def in_a_pod(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> pathlib.Path:
+    """The environment and service-account files a pod gets, under ``tmp_path``."""
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    (tmp_path / "token").write_text("pod-token")
+    (tmp_path / "ca.crt").write_text("-----BEGIN CERTIFICATE-----\n")
+    monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(tmp_path / "token"))
+    monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(tmp_path / "ca.crt"))
+    return tmp_path
+
+
+async def test_inside_a_pod_the_service_account_is_used(in_a_pod: pathlib.Path) -> None:
+    configuration, loader = await load_configuration(None)
+
+    assert loader is None
+    assert configuration.host == "https://10.0.0.1:443"
+    assert configuration.api_key["BearerToken"] == "Bearer pod-token"
+    assert configuration.ssl_ca_cert == str(in_a_pod / "ca.crt")
+
+
+async def test_an_explicit_kubeconfig_wins_over_the_service_account(
+    in_a_pod: pathlib.Path,
+) -> None:
+    kubeconfig = write_kubeconfig(in_a_pod / "config", "http://127.0.0.1:1", "file-token")
+
+    configuration, loader = await load_configuration(str(kubeconfig))
+
+    assert loader is not None
+    assert configuration.host == "http://127.0.0.1:1"
+
+
+async def test_inside_a_pod_without_a_token_the_error_says_in_cluster(
+    in_a_pod: pathlib.Path,
+) -> None:
+    (in_a_pod / "token").unlink()
 
     with pytest.raises(ClientConfigError, match="in-cluster"):
         await make_api(None)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import aiohttp
@@ -90,8 +89,10 @@ def test_status_details_of_an_empty_body() -> None:
             aiohttp.ServerDisconnectedError(), NO_RESPONSE, TransportError, id="disconnected"
         ),
         pytest.param(ConnectionRefusedError(111, "refused"), NO_RESPONSE, TransportError, id="os"),
-        pytest.param(asyncio.TimeoutError(), NO_RESPONSE, TransportError, id="timeout"),
-        pytest.param(ApiException(status=0, reason="bad args"), NO_RESPONSE, TransportError, id="0"),
+        pytest.param(TimeoutError(), NO_RESPONSE, TransportError, id="timeout"),
+        pytest.param(
+            ApiException(status=0, reason="bad args"), NO_RESPONSE, TransportError, id="0"
+        ),
     ],
 )
 def test_from_exception_without_a_reply(exc: BaseException, status: int, kind: type) -> None:

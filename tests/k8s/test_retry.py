@@ -40,7 +40,9 @@ def too_many(retry_after: str | None) -> kmock.Response:
         pytest.param(4, 503, 1.0, 1.6, id="5xx-backoff-wins"),
     ],
 )
-def test_policy_delay(retry: int, status_code: int, retry_after: float | None, delay: float) -> None:
+def test_policy_delay(
+    retry: int, status_code: int, retry_after: float | None, delay: float
+) -> None:
     assert RetryPolicy().delay(retry, status_code, retry_after) == pytest.approx(delay)
 
 

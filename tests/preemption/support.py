@@ -23,7 +23,7 @@ from kopf_scheduler.model.pdb import PodDisruptionBudget
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.plugins import node_resources_fit
 from kopf_scheduler.plugins.default_preemption import Args, DefaultPreemption
-from kopf_scheduler.ports import ApiError, Event, PodStatusPatch
+from kopf_scheduler.ports import Event, PodStatusPatch
 
 # Upstream's test sizes (default_preemption_test.go).
 NEG, LOW, MID, HIGH, VERY_HIGH = -100, 0, 100, 1000, 10000
@@ -48,7 +48,7 @@ class ScriptedRandom(random.Random):
         self.offsets = list(offsets)
         self.calls: list[int] = []
 
-    def randrange(self, start: int, stop: int | None = None, step: int = 1) -> int:  # type: ignore[override]
+    def randrange(self, start: int, stop: int | None = None, step: int = 1) -> int:
         self.calls.append(start)
         if self.offsets:
             return self.offsets.pop(0)
@@ -61,7 +61,9 @@ class FakeMetrics:
         self.observations: list[tuple[str, float, dict[str, str]]] = []
 
     @staticmethod
-    def _key(name: str, labels: Mapping[str, str] | None) -> tuple[str, tuple[tuple[str, str], ...]]:
+    def _key(
+        name: str, labels: Mapping[str, str] | None
+    ) -> tuple[str, tuple[tuple[str, str], ...]]:
         return name, tuple(sorted((labels or {}).items()))
 
     def inc(self, name: str, labels: Mapping[str, str] | None = None, value: float = 1) -> None:

@@ -7,7 +7,7 @@ including its filter-call counts, which pin down where the dry run stops.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -154,7 +154,7 @@ class DryRunCase:
 
 
 class _FalseFilter:
-    name = "FalseFilter"
+    name: ClassVar[str] = "FalseFilter"
 
     def filter(self, state: Any, pod: Pod, node_info: NodeInfo) -> Status:
         return Status(Code.UNSCHEDULABLE, "false")

@@ -587,8 +587,14 @@ PROTECTED = {"app": "db"}
 def _strict_cluster() -> tuple[Pod, list[Any], list[PodDisruptionBudget]]:
     preemptor = _pod("p", HIGH, req={"cpu": "500m"}).pod()
     infos = [
-        node_info(_node("node1", {"cpu": "1", "pods": 32}), _pod("a", LOW, req={"cpu": "600m"}, labels=PROTECTED)),
-        node_info(_node("node2", {"cpu": "1", "pods": 32}), _pod("b", LOW, req={"cpu": "600m"}, labels=PROTECTED)),
+        node_info(
+            _node("node1", {"cpu": "1", "pods": 32}),
+            _pod("a", LOW, req={"cpu": "600m"}, labels=PROTECTED),
+        ),
+        node_info(
+            _node("node2", {"cpu": "1", "pods": 32}),
+            _pod("b", LOW, req={"cpu": "600m"}, labels=PROTECTED),
+        ),
         node_info(_node("node3", {"cpu": "400m", "pods": 32})),
     ]
     return preemptor, infos, [make_pdb("db", PROTECTED, 0)]

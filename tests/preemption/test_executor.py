@@ -9,7 +9,7 @@ every call.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -99,7 +99,9 @@ def test_sync_preemption_patches_deletes_and_records_events() -> None:
     assert env.deleter.deleted == ["default/v2", "default/v1"]
     assert env.patches_of("default/v1") == [{"status": {"conditions": [CONDITION]}}]
     assert env.patches_of("default/v2") == [{"status": {"conditions": [CONDITION]}}]
-    assert [(e.regarding.name, e.type, e.reason, e.action, e.note) for e in env.recorder.events] == [
+    assert [
+        (e.regarding.name, e.type, e.reason, e.action, e.note) for e in env.recorder.events
+    ] == [
         ("v2", "Normal", "Preempted", "Preempting", "Preempted by pod uid-p on node node1"),
         ("v1", "Normal", "Preempted", "Preempting", "Preempted by pod uid-p on node node1"),
     ]
@@ -138,7 +140,7 @@ def test_existing_identical_condition_is_not_patched_again() -> None:
 
 def test_terminating_victims_get_no_api_calls() -> None:
     env = _env([_victim("gone", terminating=True), _victim("v1")], asynchronous=False)
-    result, status, state = env.post_filter(_preemptor())
+    _, status, state = env.post_filter(_preemptor())
     assert status.is_success()
     assert state.read(PREEMPTION_RECORD).victims == ("default/gone", "default/v1")
     assert env.deleter.deleted == ["default/v1"]
@@ -254,9 +256,9 @@ async def test_async_preemption_gates_until_done() -> None:
     assert env.plugin.pre_enqueue(preemptor).is_success()
     assert env.activated == []
     assert env.metrics.count(METRIC_GOROUTINES_EXECUTION, result="success") == 1
-    assert [labels for name, _, labels in env.metrics.observations if name == METRIC_GOROUTINES_DURATION] == [
-        {"result": "success"}
-    ]
+    assert [
+        labels for name, _, labels in env.metrics.observations if name == METRIC_GOROUTINES_DURATION
+    ] == [{"result": "success"}]
 
 
 @pytest.mark.parametrize(
@@ -382,7 +384,7 @@ async def test_waiting_pod_victim_is_rejected_without_api_calls() -> None:
     env = _env([_victim("waiting"), _victim("v1", MID)])
 
     class WaitForever:
-        name = "WaitForever"
+        name: ClassVar[str] = "WaitForever"
 
         def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status, float]:
             return Status(Code.WAIT), 60.0

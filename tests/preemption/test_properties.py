@@ -110,7 +110,13 @@ def clusters(draw: Any) -> Cluster:
                 template.memory,
                 template.pods,
                 tuple(
-                    PodSpec(p.priority, p.cpu, p.memory, draw(st.one_of(st.none(), st.integers(0, 3))), p.app)
+                    PodSpec(
+                        p.priority,
+                        p.cpu,
+                        p.memory,
+                        draw(st.one_of(st.none(), st.integers(0, 3))),
+                        p.app,
+                    )
                     for p in template.residents
                 ),
             )
@@ -246,7 +252,7 @@ def _reference_victims(
         return None
     # No proper subset of the victims would do: each one is needed.
     for victim in victims:
-        back = best_kept + [victim]
+        back = [*best_kept, victim]
         assert not _fits(node, higher + back, extra, preemptor)
     return RefCandidate("", victims, sum(1 for p in victims if p.name in violating))
 
@@ -256,7 +262,9 @@ def _reference_victims(
 
 _TIE_ON_SUM = Cluster(
     nodes=(
-        NodeSpec(1000, 512, 1, (PodSpec(0, 100, 64, None, None), PodSpec(INT32_MIN, 100, 64, None, None))),
+        NodeSpec(
+            1000, 512, 1, (PodSpec(0, 100, 64, None, None), PodSpec(INT32_MIN, 100, 64, None, None))
+        ),
         NodeSpec(1000, 512, 1, (PodSpec(0, 100, 64, None, None),)),
     ),
     preemptor=PodSpec(10, 300, 128, None, None),
@@ -307,8 +315,8 @@ def _check(cluster: Cluster) -> None:
         infos, pods=[preemptor], pdbs=pdbs, args=args, rng=random.Random(cluster.seed), now=NOW
     )
     nominated_by_node: dict[str, list[Pod]] = {name: [] for name in names}
-    for index, (node_index, spec) in enumerate(cluster.nominated):
-        pod = _pod(f"nominated-{index}", spec)
+    for index, (node_index, nominated_spec) in enumerate(cluster.nominated):
+        pod = _pod(f"nominated-{index}", nominated_spec)
         env.nominator.nominate(pod, names[node_index])
         env.add_pod(pod)
         if pod.priority >= preemptor.priority:
@@ -327,7 +335,9 @@ def _check(cluster: Cluster) -> None:
     expected: RefCandidate | None = None
     if potential:
         offset = random.Random(cluster.seed).randrange(len(potential))
-        wanted = min(max(len(potential) * cluster.percentage // 100, cluster.absolute), len(potential))
+        wanted = min(
+            max(len(potential) * cluster.percentage // 100, cluster.absolute), len(potential)
+        )
         non_violating: list[RefCandidate] = []
         violating: list[RefCandidate] = []
         for step in range(len(potential)):
@@ -379,7 +389,9 @@ def _check_invariants(env: Any, preemptor: Pod, node: str, victim_keys: tuple[st
         for pod in removed:
             assert clone.remove_pod(pod)
             framework.run_pre_filter_extension_remove_pod(state, preemptor, pod, clone)
-        return bool(framework.run_filter_plugins_with_nominated_pods(state, preemptor, clone).is_success())
+        return bool(
+            framework.run_filter_plugins_with_nominated_pods(state, preemptor, clone).is_success()
+        )
 
     assert passes(victims)
     for victim in victims:

@@ -11,6 +11,7 @@ from kopf_scheduler.model.pdb import PodDisruptionBudget
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.preemption.victims import (
     NO_VICTIMS_REASON,
+    VictimSelection,
     filter_pods_with_pdb_violation,
     more_important_pod,
     select_victims_on_node,
@@ -173,7 +174,9 @@ def test_sort_by_importance(pods: list[Pod], expected: list[str]) -> None:
     assert not more_important_pod(second, first, NOW)
 
 
-def _select(pods: list[Any], preemptor: Pod, pdbs: list[PodDisruptionBudget], cpu: str = "1"):
+def _select(
+    pods: list[Any], preemptor: Pod, pdbs: list[PodDisruptionBudget], cpu: str = "1"
+) -> VictimSelection:
     info = node_info(make_node("n1").capacity(cpu=cpu, memory="1Gi", pods=32), *pods)
     env = make_env([info], pods=[preemptor])
     state = env.new_state(preemptor)

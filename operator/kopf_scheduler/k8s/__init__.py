@@ -13,6 +13,8 @@ Typical wiring::
                             "my-scheduler", default_identity(), ...)
 """
 
+from typing import TYPE_CHECKING
+
 from kopf_scheduler.k8s.binder import ApiBinder
 from kopf_scheduler.k8s.client import Api, ListResult, load_configuration, make_api
 from kopf_scheduler.k8s.clock import MonotonicClock, WallClock
@@ -50,3 +52,15 @@ __all__ = [
     "load_configuration",
     "make_api",
 ]
+
+if TYPE_CHECKING:
+    from kopf_scheduler import ports
+
+    def _implements_the_ports(
+        api: Api,
+    ) -> tuple[ports.Binder, ports.PodStatusWriter, ports.PodDeleter, ports.EventRecorder]:
+        # Never called: mypy checks here that the adapters satisfy the Protocols.
+        return ApiBinder(api), ApiPodStatusWriter(api), ApiPodDeleter(api), ApiEventRecorder(api)
+
+    def _implements_metrics() -> ports.Metrics:
+        return PrometheusMetrics()

@@ -38,6 +38,8 @@ DEFAULT_FLUSH_INTERVAL = 5.0
 DEFAULT_MAX_SERIES = 10_000
 NOTE_LENGTH_LIMIT = 1024
 """Bytes the API server accepts in ``note``."""
+NAME_PREFIX_LIMIT = 253 - 1 - 16
+"""Room for the pod name in ``<pod>.<16 hex digits>`` within the 253-character name limit."""
 FIELD_LENGTH_LIMIT = 128
 """Characters the API server accepts in ``reportingController``/``reportingInstance``."""
 
@@ -262,7 +264,10 @@ class ApiEventRecorder:
         body: dict[str, Any] = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
-            "metadata": {"name": f"{regarding.name}.{stamp:x}", "namespace": namespace},
+            "metadata": {
+                "name": f"{regarding.name[:NAME_PREFIX_LIMIT]}.{stamp:x}",
+                "namespace": namespace,
+            },
             "eventTime": micro_time(now),
             "reportingController": controller,
             "reportingInstance": f"{controller}-{self._hostname}"[:FIELD_LENGTH_LIMIT],

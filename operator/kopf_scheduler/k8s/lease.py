@@ -35,7 +35,7 @@ from typing import Any
 from kopf_scheduler.k8s.client import Api
 from kopf_scheduler.k8s.clock import WallClock, micro_time
 from kopf_scheduler.k8s.retry import NO_RETRY
-from kopf_scheduler.ports import ApiError, Clock, NotFoundError
+from kopf_scheduler.ports import ApiError, Clock, ConflictError, NotFoundError
 
 logger = logging.getLogger("kopf_scheduler.k8s.lease")
 
@@ -88,9 +88,12 @@ class LeaderElectionRecord:
 class LeaderElector:
     """Campaigns for the Lease ``namespace/name`` as ``identity`` and reports leadership.
 
-    ``on_started_leading`` and ``on_stopped_leading`` may be plain functions or coroutine
-    functions; ``on_stopped_leading`` runs only if leadership was gained. Pass an :class:`Api` with
-    its own limiter (:meth:`Api.with_limiter`) so a backlog of writes cannot delay renewals.
+    ``on_started_leading`` may be a plain function or a coroutine function. A coroutine runs as
+    a task of its own, like client-go's goroutine, so it may run for the whole term (the
+    scheduling loop, say) without holding up renewals; it is cancelled when leadership ends.
+    ``on_stopped_leading`` (plain or coroutine, awaited) runs after that, and only if leadership
+    was gained. Pass an :class:`Api` with its own limiter (:meth:`Api.with_limiter`) so a backlog
+    of writes cannot delay renewals.
     """
 
     def __init__(
@@ -131,6 +134,7 @@ class LeaderElector:
         self._observed: LeaderElectionRecord | None = None
         self._observed_time = 0.0
         self._leading = False
+        self._term: asyncio.Future[None] | None = None
 
     # What others read --------------------------------------------------------------------------
 
@@ -240,7 +244,18 @@ class LeaderElector:
             leader_transitions=self._observed.leader_transitions,
         )
         try:
-            await self._update(record)
+            try:
+                await self._update(record)
+            except ConflictError:
+                # Our last renewal may have landed without us seeing the reply (it was cancelled
+                # by the very shutdown that releases now): read again and release that version.
+                self._lease = await self._api.request("GET", self.path, retry=NO_RETRY)
+                current = LeaderElectionRecord.from_lease(self._lease)
+                if current.holder_identity != self.identity:
+                    self._observe(current, self._clock.now())
+                    return True
+                record = replace(record, leader_transitions=current.leader_transitions)
+                await self._update(record)
         except ApiError as error:
             logger.warning("releasing lease %s failed: %s", self.path, error)
             return False
@@ -283,7 +298,7 @@ class LeaderElector:
                 return
             self._leading = True
             logger.info("%s became the leader on lease %s", self.identity, self.path)
-            await self._call(self._on_started, "on_started_leading")
+            self._start_term()
             await self._renew(stop_event)
         except asyncio.CancelledError:
             cancelled = True
@@ -292,6 +307,7 @@ class LeaderElector:
             if self._leading:
                 self._leading = False
                 logger.info("%s stopped leading on lease %s", self.identity, self.path)
+                await self._end_term()
                 await self._call(self._on_stopped, "on_stopped_leading")
                 if self._release_on_cancel and (cancelled or stop_event.is_set()):
                     await self.release()
@@ -349,6 +365,29 @@ class LeaderElector:
             for task in (sleeper, stopper):
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+
+    def _start_term(self) -> None:
+        if self._on_started is None:
+            return
+        try:
+            result = self._on_started()
+        except Exception:
+            logger.exception("leader election callback on_started_leading failed")
+            return
+        if inspect.isawaitable(result):
+            self._term = asyncio.ensure_future(result)
+
+    async def _end_term(self) -> None:
+        term, self._term = self._term, None
+        if term is None:
+            return
+        term.cancel()
+        try:
+            await term
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            logger.exception("leader election callback on_started_leading failed")
 
     @staticmethod
     async def _call(callback: Callback | None, what: str) -> None:

@@ -91,7 +91,7 @@ def filter_pods_with_pdb_violation(
                 if pod.name in pdb.disrupted_pods:
                     continue
                 allowed[index] -= 1
-                if allowed[index] <= 0:
+                if allowed[index] < 0:
                     violated = True
         (violating if violated else non_violating).append(pod)
     return violating, non_violating

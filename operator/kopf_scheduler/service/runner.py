@@ -54,6 +54,7 @@ logger = structlog.get_logger("kopf_scheduler.service")
 
 EXIT_CONFIG = 2
 SHUTDOWN_GRACE = 10.0
+CONFIRM_GRACE = 2.0
 RESYNC_PERIOD = 300.0
 
 
@@ -170,7 +171,11 @@ class Operator:
         self.scheduler.notify()
 
     def _stopped_leading(self) -> None:
-        logger.warning("leadership_lost", lease=self.config.leader_election.resource_name)
+        lease = self.config.leader_election.resource_name
+        if self.stop.is_set():
+            logger.info("leadership_released", lease=lease)
+        else:
+            logger.warning("leadership_lost", lease=lease)
         self.scheduler.active = False
 
     def _report_invalid_pod(
@@ -235,6 +240,7 @@ class Operator:
         await self.health.start()
         logger.info("serving", host=self.health.host, port=self.health.port)
         kopf_stop = asyncio.Event()
+        kopf_ready = asyncio.Event()
         tasks = [
             asyncio.create_task(
                 kopf.operator(
@@ -242,6 +248,7 @@ class Operator:
                     standalone=True,
                     clusterwide=True,
                     stop_flag=kopf_stop,
+                    ready_flag=kopf_ready,
                 ),
                 name="kopf",
             ),
@@ -253,22 +260,53 @@ class Operator:
         else:
             logger.info("leader_election_disabled")
         logger.info("ready", profiles=list(self.scheduler.profiles))
+        signals = asyncio.create_task(self._claim_signals(kopf_ready), name="signals")
         stop_waiter = asyncio.create_task(self.stop.wait())
         done, _ = await asyncio.wait([stop_waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
+        signals.cancel()
         failed = [t for t in done if t is not stop_waiter and not t.cancelled() and t.exception()]
         for task in failed:
             logger.error("component_failed", component=task.get_name(), exc_info=task.exception())
         await self.shutdown(tasks, kopf_stop)
         return 1 if failed else 0
 
+    async def _claim_signals(self, kopf_ready: asyncio.Event) -> None:
+        """Route SIGTERM and SIGINT to :attr:`stop` once kopf has started.
+
+        kopf installs its own handlers for both signals when it starts, replacing the ones
+        :func:`run` set. A signal would then stop kopf's watches first and let kopf cancel, after
+        five seconds, every task created after it started (bindings and preemptions in flight),
+        while the scheduler kept binding from a cache that no longer hears from the API server.
+        With the handlers back, a signal runs :meth:`shutdown` in its documented order: stop
+        popping, finish in-flight work while the watches still confirm it, then stop kopf.
+        """
+        await kopf_ready.wait()
+        # kopf installs its handlers in the same step in which it may raise the ready flag;
+        # yielding once more makes sure they are in place before they are replaced.
+        await asyncio.sleep(0)
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, self.stop.set)
+
     async def shutdown(self, tasks: list[asyncio.Task[Any]], kopf_stop: asyncio.Event) -> None:
         logger.info("shutting_down")
         self.scheduler.active = False
         self.stop.set()
-        with contextlib.suppress(TimeoutError):
+        drained = True
+        try:
             await asyncio.wait_for(self.scheduler.drain(), SHUTDOWN_GRACE)
+        except TimeoutError:
+            drained = False
+        # A binding that returned is confirmed by the pod watch a moment later; wait for that
+        # (the watches still run) so that only bindings really left unfinished are reported.
+        deadline = asyncio.get_running_loop().time() + CONFIRM_GRACE
+        while self.scheduler.cache.assumed_pods() and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.05)
         for pod in self.scheduler.cache.assumed_pods():
-            logger.warning("binding_abandoned", pod=pod.key, node=pod.node_name)
+            if drained:
+                logger.info("binding_unconfirmed", pod=pod.key, node=pod.node_name)
+            else:
+                logger.warning("binding_abandoned", pod=pod.key, node=pod.node_name)
         kopf_stop.set()
         for task in tasks:
             if task.get_name() in ("resync",):

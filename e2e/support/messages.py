@@ -1,0 +1,96 @@
+"""The FailedScheduling message kube-scheduler v1.34 writes, computed from the nodes present.
+
+The message counts every node in the cluster, including other tests' nodes and the control
+plane's default fake nodes, so the expected text is rebuilt from ``kubectl get nodes`` for the
+pod at hand instead of being hard-coded. Format (upstream ``FitError.Error``): a histogram of
+per-node reasons, each ``"<count> <reason>"``, sorted as strings, joined by ``", "``, ended by
+``"."``; then the preemption part in the same format.
+
+Only the filters a scenario's pods can hit are modelled: NodeUnschedulable, TaintToleration
+(NoSchedule/NoExecute), NodeAffinity via ``nodeSelector`` and NodeResourcesFit for a CPU
+request above a node's allocatable (UnschedulableAndUnresolvable in v1.34, so preemption is
+"not helpful" everywhere).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .kubectl import condition
+
+UNSCHEDULABLE = "node(s) were unschedulable"
+UNTOLERATED_TAINT = "node(s) had untolerated taint(s)"
+NODE_SELECTOR = "node(s) didn't match Pod's node affinity/selector"
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+
+
+def milli_cpu(quantity: str) -> int:
+    if quantity.endswith("m"):
+        return int(quantity[:-1])
+    return int(float(quantity) * 1000)
+
+
+def _tolerates(taint: Mapping[str, Any], tolerations: Iterable[Mapping[str, Any]]) -> bool:
+    for toleration in tolerations:
+        effect = toleration.get("effect")
+        if effect and effect != taint.get("effect"):
+            continue
+        operator = toleration.get("operator") or "Equal"
+        key = toleration.get("key")
+        if operator == "Exists" and (not key or key == taint.get("key")):
+            return True
+        if key == taint.get("key") and (toleration.get("value") or "") == (
+            taint.get("value") or ""
+        ):
+            return True
+    return False
+
+
+def node_reason(node: Mapping[str, Any], pod: Mapping[str, Any]) -> str | None:
+    """Why the first failing filter rejects ``node`` for ``pod`` (None: it fits)."""
+    spec = pod["spec"]
+    node_spec = node.get("spec") or {}
+    if node_spec.get("unschedulable") and not _tolerates(
+        {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"},
+        spec.get("tolerations") or [],
+    ):
+        return UNSCHEDULABLE
+    for taint in node_spec.get("taints") or []:
+        if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerates(
+            taint, spec.get("tolerations") or []
+        ):
+            return UNTOLERATED_TAINT
+    labels = node["metadata"].get("labels") or {}
+    if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
+        return NODE_SELECTOR
+    requested = sum(
+        milli_cpu(c.get("resources", {}).get("requests", {}).get("cpu", "0"))
+        for c in spec["containers"]
+    )
+    allocatable = milli_cpu(str((node.get("status") or {}).get("allocatable", {}).get("cpu", "0")))
+    if requested > allocatable:
+        return "Insufficient cpu"
+    return None
+
+
+def histogram(reasons: Iterable[str]) -> str:
+    return ", ".join(sorted(f"{count} {reason}" for reason, count in Counter(reasons).items()))
+
+
+def expected_unresolvable_message(nodes: list[Mapping[str, Any]], pod: Mapping[str, Any]) -> str:
+    """The message for a pod every node rejects with an UnschedulableAndUnresolvable status."""
+    reasons = [node_reason(node, pod) for node in nodes]
+    if any(reason is None for reason in reasons):
+        fitting = [n["metadata"]["name"] for n, r in zip(nodes, reasons, strict=True) if r is None]
+        raise AssertionError(f"the pod fits on {fitting}; the scenario expects it to fit nowhere")
+    total = len(nodes)
+    return (
+        f"0/{total} nodes are available: {histogram(r for r in reasons if r)}. "
+        f"preemption: 0/{total} nodes are available: {total} {NOT_HELPFUL}."
+    )
+
+
+def has_no_condition(pod: Mapping[str, Any]) -> bool:
+    return condition(pod, "PodScheduled") is None

@@ -1,0 +1,210 @@
+"""Preemption against the real API server, disruption controller and graceful deletion.
+
+kwok deletes a terminating pod when its grace period ends, like a kubelet, so the victims of
+these scenarios stay visible (terminating, with the DisruptionTarget condition) for their
+grace period, and the preemptor must wait for them to be gone before it is bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from e2e.support import SCHEDULER_NAME
+from e2e.support.env import TestEnv
+from e2e.support.kubectl import (
+    Kubectl,
+    condition,
+    events_for,
+    is_terminating,
+    node_name,
+    nominated_node,
+)
+from e2e.support.polling import holds_for, wait_until
+from e2e.support.schedulers import Schedulers
+from e2e.support.watch import WatchEvent
+
+DISRUPTION_MESSAGE = f"{SCHEDULER_NAME}: preempting to accommodate a higher priority pod"
+
+
+def _on(node: str) -> dict[str, str]:
+    return {"kubernetes.io/hostname": node}
+
+
+def _fill(env: TestEnv, node: str, prefix: str, count: int, cpu: str, grace: int, **kw: Any) -> list[str]:
+    """``count`` low-priority pods pinned to ``node``, bound before this returns."""
+    names = [f"{prefix}-{index}" for index in range(count)]
+    env.create(
+        *(
+            env.pod(name, cpu=cpu, priority_class="e2e-p10", grace=grace, node_selector=_on(node), **kw)
+            for name in names
+        )
+    )
+    for name in names:
+        assert env.wait_bound(name) == node
+    return names
+
+
+def _has_disruption_target(event: WatchEvent) -> bool:
+    return condition(event.pod, "DisruptionTarget") is not None
+
+
+def _assert_preempted_by_us(env: TestEnv, victim: str, preemptor: Mapping[str, Any], node: str) -> None:
+    marked = env.watch.with_condition(victim, "DisruptionTarget")
+    assert marked is not None, f"{victim} never had a DisruptionTarget condition"
+    target = condition(marked.pod, "DisruptionTarget")
+    assert target is not None
+    assert target["status"] == "True"
+    assert target["reason"] == "PreemptionByScheduler"
+    assert target["message"] == DISRUPTION_MESSAGE
+    [event] = env.wait_event(victim, "Preempted")
+    assert event["type"] == "Normal"
+    assert event["reportingController"] == SCHEDULER_NAME
+    uid = preemptor["metadata"]["uid"]
+    assert event["note"] == f"Preempted by pod {uid} on node {node}"
+    related = event.get("related") or {}
+    assert related.get("name") == preemptor["metadata"]["name"], related
+
+
+def test_preemption_evicts_a_victim_then_binds(env: TestEnv, schedulers: Schedulers) -> None:
+    [node] = env.create_nodes(1)
+    lows = _fill(env, node, "low", 2, cpu="2", grace=5)
+    env.create(env.pod("high", cpu="2", priority_class="e2e-p100"))
+
+    nominated = env.watch.wait_first(
+        lambda e: nominated_node(e.pod) == node, name="high", timeout=30, what="high nominated"
+    )
+    preemptor = nominated.pod
+    first_mark = env.watch.wait_first(
+        _has_disruption_target, timeout=15, what="a victim marked with DisruptionTarget"
+    )
+    victim = first_mark.name
+    assert victim in lows
+    [survivor] = [name for name in lows if name != victim]
+
+    _assert_preempted_by_us(env, victim, preemptor, node)
+    assert env.wait_bound("high", timeout=30) == node
+    [scheduled] = env.wait_event("high", "Scheduled")
+    assert scheduled["note"] == f"Successfully assigned {env.namespace}/high to {node}"
+
+    # Bound only after the victim was gone (watch order is the API server's order), and that
+    # took the victim's grace period.
+    deleted = env.watch.deleted(victim)
+    bound = env.watch.bound("high")
+    assert deleted is not None and bound is not None, env.watch.summary()
+    assert deleted.index < bound.index, env.watch.summary()
+    assert bound.received - first_mark.received >= 3.5, env.watch.summary()
+    # One victim was enough: the other low pod was never touched.
+    assert env.watch.terminating(survivor) is None
+    assert env.watch.with_condition(survivor, "DisruptionTarget") is None
+    survivor_pod = env.get_pod(survivor)
+    assert survivor_pod is not None and node_name(survivor_pod) == node
+
+
+def test_preemption_avoids_pdb_protected_victims(
+    kube: Kubectl, env: TestEnv, schedulers: Schedulers
+) -> None:
+    guarded_node, free_node = env.create_nodes(2)
+    guarded = _fill(env, guarded_node, "guarded", 2, cpu="2", grace=5, labels={"app": "guarded"})
+    free = _fill(env, free_node, "free", 2, cpu="2", grace=5, labels={"app": "free"})
+    for name in guarded:
+        env.wait_pod(
+            name,
+            lambda p: (condition(p, "Ready") or {}).get("status") == "True",
+            timeout=30,
+            what="Ready",
+        )
+    env.create(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "guarded", "namespace": env.namespace},
+            "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "guarded"}}},
+        }
+    )
+
+    def observed() -> dict[str, Any] | None:
+        pdb = kube.get("pdb", "guarded", env.namespace)
+        if pdb is None:
+            return None
+        status = pdb.get("status") or {}
+        ok = (
+            status.get("observedGeneration") == pdb["metadata"]["generation"]
+            and status.get("currentHealthy") == 2
+            and status.get("disruptionsAllowed") == 0
+        )
+        return pdb if ok else None
+
+    wait_until(observed, timeout=30, what="the disruption controller to observe the PDB")
+
+    env.create(env.pod("high", cpu="2", priority_class="e2e-p100"))
+    nominated = env.watch.wait_first(
+        lambda e: nominated_node(e.pod) is not None, name="high", timeout=30, what="high nominated"
+    )
+    assert nominated_node(nominated.pod) == free_node, env.watch.summary()
+    assert env.wait_bound("high", timeout=30) == free_node
+    for name in guarded:
+        assert env.watch.terminating(name) is None, f"PDB-protected {name} was preempted"
+        assert env.watch.with_condition(name, "DisruptionTarget") is None
+    victims = [name for name in free if env.watch.terminating(name) is not None]
+    assert len(victims) == 1, env.watch.summary()
+    _assert_preempted_by_us(env, victims[0], nominated.pod, free_node)
+
+
+def test_preemption_policy_never_does_not_preempt(env: TestEnv, schedulers: Schedulers) -> None:
+    [node] = env.create_nodes(1)
+    lows = _fill(env, node, "low", 2, cpu="2", grace=5)
+    env.create(env.pod("polite", cpu="2", priority_class="e2e-p100-never"))
+
+    message = env.wait_unschedulable(
+        "polite", contains="preemption: not eligible due to preemptionPolicy=Never."
+    )
+    assert "Insufficient cpu" in message
+
+    def nothing_preempted() -> bool:
+        pods = env.pods()
+        return (
+            all(not is_terminating(pods[name]) for name in lows)
+            and all(condition(pods[name], "DisruptionTarget") is None for name in lows)
+            and nominated_node(pods["polite"]) is None
+            and node_name(pods["polite"]) is None
+        )
+
+    assert nothing_preempted(), env.watch.summary()
+    assert holds_for(nothing_preempted, seconds=2), env.watch.summary()
+    events = env.events()
+    assert not [e for e in events if e.get("reason") == "Preempted"]
+    assert all(env.watch.terminating(name) is None for name in lows)
+    assert events_for(events, "polite", "FailedScheduling")
+
+
+def test_higher_priority_preemptor_clears_a_lower_nomination(
+    env: TestEnv, schedulers: Schedulers
+) -> None:
+    [node] = env.create_nodes(1)
+    lows = _fill(env, node, "low", 2, cpu="2", grace=30)
+
+    env.create(env.pod("mid", cpu="2", priority_class="e2e-p50"))
+    env.wait_pod("mid", lambda p: nominated_node(p) == node, timeout=30, what="nominated")
+    mark = env.watch.wait_first(_has_disruption_target, timeout=15, what="mid's victim")
+    first_victim = mark.name
+    [untouched] = [name for name in lows if name != first_victim]
+    assert env.watch.terminating(untouched) is None
+
+    # The whole node: mid's victim is already terminating, the other low pod is not, so this
+    # preemption has a fresh victim and takes the node over from mid.
+    env.create(env.pod("top", cpu="4", priority_class="e2e-p100"))
+    env.wait_pod("top", lambda p: nominated_node(p) == node, timeout=30, what="nominated")
+    env.wait_pod("mid", lambda p: nominated_node(p) is None, timeout=30, what="nomination cleared")
+    env.watch.wait_first(
+        lambda e: is_terminating(e.pod), name=untouched, timeout=15, what="top's victim"
+    )
+    top = env.get_pod("top")
+    assert top is not None
+    _assert_preempted_by_us(env, untouched, top, node)
+
+    def mid_stays_cleared() -> bool:
+        mid = env.get_pod("mid")
+        return mid is not None and nominated_node(mid) is None and node_name(mid) is None
+
+    assert holds_for(mid_stays_cleared, seconds=2), env.watch.summary()

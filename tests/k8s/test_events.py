@@ -1,0 +1,292 @@
+"""Events: the events.k8s.io/v1 body, series aggregation with its rate bound, best-effort sending."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+import kmock
+import pytest
+
+from kopf_scheduler.k8s.client import Api
+from kopf_scheduler.k8s.events import ApiEventRecorder, truncate_note
+from kopf_scheduler.ports import Event, ObjectRef
+from kopf_scheduler.sim.clock import VirtualClock
+from tests.builders import make_pod
+from tests.k8s.support import START, drive, ok, reply
+
+EVENTS = "/apis/events.k8s.io/v1/namespaces/team/events"
+NAME = f"web.{int(START * 1e9):x}"
+CREATE = f"post {EVENTS}"
+PATCH = f"patch {EVENTS}/{NAME}"
+
+WEB = ObjectRef("team", "web", "uid-web")
+
+
+def failed(note: str = "0/3 nodes are available: 3 Insufficient cpu.", pod: Any = WEB) -> Event:
+    return Event(
+        regarding=pod,
+        type="Warning",
+        reason="FailedScheduling",
+        action="Scheduling",
+        note=note,
+        reporting_controller="my-scheduler",
+    )
+
+
+@pytest.fixture
+def vclock() -> VirtualClock:
+    return VirtualClock(start=START)
+
+
+@pytest.fixture
+def recorder(api: Api, vclock: VirtualClock) -> ApiEventRecorder:
+    return ApiEventRecorder(api, hostname="host-1", clock=vclock)
+
+
+@pytest.fixture
+def server(kmock: kmock.RawHandler) -> kmock.RawHandler:
+    kmock[f"post {EVENTS}"] << (lambda request: ok(request.data, 201))
+    kmock["patch", re.compile(f"{EVENTS}/[^/]+")] << (lambda request: ok({"kind": "Event"}))
+    return kmock
+
+
+async def test_the_event_body(server: kmock.RawHandler, recorder: ApiEventRecorder) -> None:
+    await recorder.process(failed())
+
+    requests = list(server[CREATE])
+    assert len(requests) == 1
+    assert requests[0].data == {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": NAME, "namespace": "team"},
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "reportingController": "my-scheduler",
+        "reportingInstance": "my-scheduler-host-1",
+        "action": "Scheduling",
+        "reason": "FailedScheduling",
+        "type": "Warning",
+        "note": "0/3 nodes are available: 3 Insufficient cpu.",
+        "regarding": {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "namespace": "team",
+            "name": "web",
+            "uid": "uid-web",
+        },
+    }
+
+
+async def test_a_related_pod_is_referenced(
+    server: kmock.RawHandler, recorder: ApiEventRecorder
+) -> None:
+    victim = make_pod("victim", "team").uid("uid-v").pod()
+    preemptor = make_pod("web", "team").uid("uid-p").pod()
+
+    await recorder.process(
+        Event(
+            regarding=victim,
+            type="Normal",
+            reason="Preempted",
+            action="Preempting",
+            note="Preempted by pod uid-p on node node-a",
+            reporting_controller="my-scheduler",
+            related=preemptor,
+        )
+    )
+
+    [request] = server[CREATE]
+    body = request.data
+    assert body["metadata"]["name"].startswith("victim.")
+    assert body["regarding"]["uid"] == "uid-v"
+    assert body["related"] == {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "namespace": "team",
+        "name": "web",
+        "uid": "uid-p",
+    }
+
+
+async def test_events_in_the_same_nanosecond_get_distinct_names(
+    server: kmock.RawHandler, recorder: ApiEventRecorder
+) -> None:
+    await recorder.process(failed("first"))
+    await recorder.process(failed("second"))
+
+    names = [r.data["metadata"]["name"] for r in server[CREATE]]
+    assert len(set(names)) == 2
+
+
+@pytest.mark.parametrize(
+    ("note", "expected"),
+    [
+        pytest.param("short", "short", id="short"),
+        pytest.param("x" * 1024, "x" * 1024, id="at-limit"),
+        pytest.param("x" * 1030, "x" * 1024, id="cut"),
+        pytest.param("é" * 600, "é" * 512, id="multibyte-not-split"),
+    ],
+)
+def test_truncate_note(note: str, expected: str) -> None:
+    assert truncate_note(note) == expected
+
+
+async def test_a_repeat_after_the_patch_interval_patches_the_series(
+    server: kmock.RawHandler, recorder: ApiEventRecorder, vclock: VirtualClock
+) -> None:
+    await recorder.process(failed())
+    vclock.advance_to(START + 30)
+    await recorder.process(failed())
+
+    assert len(server[CREATE]) == 1
+    patches = list(server[PATCH])
+    assert len(patches) == 1
+    assert patches[0].data == {
+        "series": {"count": 2, "lastObservedTime": "2026-01-01T00:00:30.000000Z"}
+    }
+    assert patches[0].headers["Content-Type"] == "application/merge-patch+json"
+
+
+async def test_repeats_within_the_patch_interval_wait_for_the_flush(
+    server: kmock.RawHandler, recorder: ApiEventRecorder, vclock: VirtualClock
+) -> None:
+    await recorder.process(failed())
+    for offset in (1, 2, 5, 10):
+        vclock.advance_to(START + offset)
+        await recorder.process(failed())
+    assert len(server[CREATE]) == 1
+    assert len(server[PATCH]) == 0
+
+    vclock.advance_to(START + 29)
+    await recorder.flush()
+    assert len(server[PATCH]) == 0
+
+    vclock.advance_to(START + 30)
+    await recorder.flush()
+    vclock.advance_to(START + 90)
+    await recorder.flush()
+
+    assert [r.data for r in server[PATCH]] == [
+        {"series": {"count": 5, "lastObservedTime": "2026-01-01T00:00:10.000000Z"}}
+    ]
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        pytest.param(failed(note="0/3 nodes are available: 3 Insufficient memory."), id="note"),
+        pytest.param(failed(pod=ObjectRef("team", "web", "uid-new")), id="recreated-pod"),
+        pytest.param(failed(pod=ObjectRef("team", "api", "uid-api")), id="other-pod"),
+        pytest.param(
+            Event(WEB, "Normal", "Scheduled", "Binding", "assigned", "my-scheduler"), id="reason"
+        ),
+    ],
+)
+async def test_a_different_event_is_not_a_repeat(
+    server: kmock.RawHandler,
+    recorder: ApiEventRecorder,
+    vclock: VirtualClock,
+    other: Event,
+) -> None:
+    await recorder.process(failed())
+    vclock.advance_to(START + 60)
+    await recorder.process(other)
+
+    assert len(server[CREATE]) == 2
+    assert len(server[PATCH]) == 0
+
+
+async def test_a_repeat_after_the_series_window_starts_a_new_event(
+    server: kmock.RawHandler, recorder: ApiEventRecorder, vclock: VirtualClock
+) -> None:
+    await recorder.process(failed())
+    vclock.advance_to(START + 10)
+    await recorder.process(failed())
+    vclock.advance_to(START + 10 + 601)
+    await recorder.process(failed())
+
+    # The unsent count of the old series is written before it is forgotten.
+    assert [r.data["series"]["count"] for r in server[PATCH]] == [2]
+    assert len(server[CREATE]) == 2
+
+
+async def test_an_expired_event_object_is_created_again_with_its_count(
+    kmock: kmock.RawHandler, recorder: ApiEventRecorder, vclock: VirtualClock
+) -> None:
+    kmock[CREATE] << (lambda request: ok(request.data, 201))
+    kmock[PATCH] << (lambda: reply(404, "NotFound", f'events.events.k8s.io "{NAME}" not found'))
+
+    await recorder.process(failed())
+    vclock.advance_to(START + 40)
+    await recorder.process(failed())
+
+    creates = list(kmock[CREATE])
+    assert len(creates) == 2
+    assert creates[1].data["metadata"]["name"] == NAME
+    assert creates[1].data["series"] == {
+        "count": 2,
+        "lastObservedTime": "2026-01-01T00:00:40.000000Z",
+    }
+
+
+async def test_failures_are_logged_not_raised(
+    kmock: kmock.RawHandler,
+    recorder: ApiEventRecorder,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    kmock[CREATE] << (lambda: reply(403, "Forbidden", "cannot create events"))
+
+    with caplog.at_level(logging.WARNING, logger="kopf_scheduler.k8s.events"):
+        await recorder.process(failed())
+
+    assert len(kmock[CREATE]) == 1
+    assert "cannot create events" in caplog.text
+
+
+async def test_record_never_blocks_and_drops_when_full(api: Api, vclock: VirtualClock) -> None:
+    recorder = ApiEventRecorder(api, hostname="h", clock=vclock, queue_size=2)
+
+    for index in range(5):
+        recorder.record(failed(f"note {index}"))
+
+    assert recorder.dropped == 3
+
+
+async def test_background_sending_and_stop_drains_the_queue(
+    server: kmock.RawHandler, api: Api, vclock: VirtualClock
+) -> None:
+    recorder = ApiEventRecorder(api, hostname="h", clock=vclock)
+    recorder.record(failed("queued before start"))
+    await recorder.start()
+    recorder.record(failed("one"))
+    recorder.record(failed("one"))
+    recorder.record(failed("two"))
+
+    await recorder.stop()
+
+    notes = [r.data["note"] for r in server[CREATE]]
+    assert notes == ["queued before start", "one", "two"]
+    # The repeat of "one" was still waiting for its patch interval: stop writes its count.
+    patches = list(server["patch"])
+    assert [r.data["series"]["count"] for r in patches] == [2]
+    assert patches[0].url.path == f"{EVENTS}/{list(server[CREATE])[1].data['metadata']['name']}"
+    recorder.record(failed("after stop"))
+    assert recorder.dropped == 1
+
+
+async def test_the_periodic_flush_writes_pending_counts(
+    server: kmock.RawHandler, api: Api, vclock: VirtualClock
+) -> None:
+    recorder = ApiEventRecorder(api, hostname="h", clock=vclock, flush_interval=5)
+    await recorder.start()
+    try:
+        recorder.record(failed())
+        recorder.record(failed())
+        await drive(vclock, lambda: len(server[PATCH]) == 1)
+    finally:
+        await recorder.stop()
+
+    assert len(server[CREATE]) == 1
+    assert [r.data["series"]["count"] for r in server[PATCH]] == [2]
+    assert vclock.now() >= START + 30
