@@ -24,6 +24,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check operator tests e2e bench
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/hadolint Dockerfile
 
 format: $(STAMP)
 	$(VENV)/bin/ruff format operator tests e2e bench

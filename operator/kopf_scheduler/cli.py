@@ -99,7 +99,9 @@ def _explain(args: argparse.Namespace) -> int:
     configure_logging("warning", "console")
     from kopf_scheduler.service.explain_cli import explain
 
-    return asyncio.run(explain(args.pod, str(args.kubeconfig) if args.kubeconfig else None, args.output))
+    return asyncio.run(
+        explain(args.pod, str(args.kubeconfig) if args.kubeconfig else None, args.output)
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -143,10 +145,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="schedule pods in a cluster (the operator)")
     run.add_argument("--config", type=Path, help="a KubeSchedulerConfiguration file")
-    run.add_argument("--kubeconfig", type=Path, help="kubeconfig (default: in-cluster, then ~/.kube/config)")
-    run.add_argument("--namespace", help="namespace of the leader-election Lease (overrides the config)")
-    run.add_argument("--health-host", default="0.0.0.0", help="address of /healthz, /readyz, /metrics")
-    run.add_argument("--health-port", type=int, default=10259, help="port of /healthz, /readyz, /metrics")
+    run.add_argument(
+        "--kubeconfig", type=Path, help="kubeconfig (default: in-cluster, then ~/.kube/config)"
+    )
+    run.add_argument(
+        "--namespace", help="namespace of the leader-election Lease (overrides the config)"
+    )
+    run.add_argument(
+        "--health-host", default="0.0.0.0", help="address of /healthz, /readyz, /metrics"
+    )
+    run.add_argument(
+        "--health-port", type=int, default=10259, help="port of /healthz, /readyz, /metrics"
+    )
     run.add_argument("--log-format", choices=["json", "console"], help="default: json in a cluster")
     run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     run.add_argument("--identity", help="leader-election identity (default: hostname_pid)")

@@ -197,14 +197,6 @@ NEVER = "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible d
         ),
         pytest.param(
             [
-                priority_class("hi", 100, policy="Never", global_default=True),
-                pod("p", cpu="2", priority=100),
-            ],
-            True,
-            id="spec-priority-without-class-ignores-default-class-policy",
-        ),
-        pytest.param(
-            [
                 priority_class("hi", 100, policy="Never"),
                 pod("p", cpu="2", priority=100, priority_class="hi"),
             ],
@@ -217,12 +209,9 @@ NEVER = "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible d
             id="spec-never",
         ),
         pytest.param(
-            [
-                priority_class("hi", 100, policy="Never"),
-                pod("p", cpu="2", priority_class="hi", preemption_policy="PreemptLowerPriority"),
-            ],
-            True,
-            id="spec-policy-kept",
+            [priority_class("hi", 100, policy="Never", global_default=True), pod("p", cpu="2")],
+            False,
+            id="global-default-class-never",
         ),
     ],
 )

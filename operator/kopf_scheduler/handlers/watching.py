@@ -43,7 +43,9 @@ def register(registry: kopf.OperatorRegistry, handlers: Callable[[], EventHandle
     for group, version, plural in WATCHED:
         forward = route(plural)
 
-        async def on_event(event: Any, _forward: Any = forward, _plural: str = plural, **_: Any) -> None:
+        async def on_event(
+            event: Any, _forward: Any = forward, _plural: str = plural, **_: Any
+        ) -> None:
             raw = event.get("object")
             if not isinstance(raw, dict):
                 return

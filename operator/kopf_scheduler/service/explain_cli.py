@@ -33,8 +33,10 @@ async def explain(pod: str, kubeconfig: str | None, output: str) -> int:
     if not text:
         node = (raw.get("spec") or {}).get("nodeName")
         where = f"bound to {node}" if node else "pending"
-        print(f"{pod} is {where}; no decision record is stored on it "
-              "(records are kept for failed attempts and preemptions by default).")
+        print(
+            f"{pod} is {where}; no decision record is stored on it "
+            "(records are kept for failed attempts and preemptions by default)."
+        )
         return 0
     record = json.loads(text)
     if output == "json":

@@ -48,7 +48,9 @@ def encode_record(record: dict[str, Any], max_bytes: int) -> str:
         nodes = nodes[: max(0, len(nodes) * 3 // 4)]
     if len(text.encode()) > max_bytes and isinstance(trimmed.get("preemption"), dict):
         trimmed["preemption"] = {
-            k: v for k, v in trimmed["preemption"].items() if k not in ("candidates", "pdb_rejected")
+            k: v
+            for k, v in trimmed["preemption"].items()
+            if k not in ("candidates", "pdb_rejected")
         }
         text = json.dumps(trimmed, separators=(",", ":"), sort_keys=True)
     return text

@@ -16,7 +16,7 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +39,7 @@ from kopf_scheduler.k8s.lease import LeaderElector
 from kopf_scheduler.k8s.metrics import PrometheusMetrics
 from kopf_scheduler.k8s.ratelimit import limiter_for
 from kopf_scheduler.k8s.status import ApiPodStatusWriter
+from kopf_scheduler.logs import configure_logging
 from kopf_scheduler.model.errors import InvalidObjectError
 from kopf_scheduler.model.timeutil import format_timestamp
 from kopf_scheduler.ports import ApiError, Event, ObjectRef, PodStatusPatch
@@ -47,7 +48,6 @@ from kopf_scheduler.scheduler.loop import Scheduler
 from kopf_scheduler.service.annotations import StatusAnnotationWriter
 from kopf_scheduler.service.explanations import ExplanationRecorder
 from kopf_scheduler.service.health import HealthServer
-from kopf_scheduler.logs import configure_logging
 from kopf_scheduler.service.sync import Synchronizer
 
 logger = structlog.get_logger("kopf_scheduler.service")
@@ -125,7 +125,7 @@ class Operator:
         explanations = ExplanationRecorder(
             config.extensions.explanations,
             StatusAnnotationWriter(api),
-            lambda coroutine: self.scheduler.spawn(coroutine),
+            self._spawn,
             self.store.get_pod,
         )
         self.scheduler = build_scheduler(
@@ -160,6 +160,9 @@ class Operator:
             is_leader=self.is_leader,
         )
 
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        self.scheduler.spawn(coroutine)
+
     def is_leader(self) -> bool:
         if self.elector is None:
             return True
@@ -183,7 +186,9 @@ class Operator:
     ) -> None:
         metadata = raw.get("metadata") or {}
         ref = ObjectRef(
-            metadata.get("namespace") or "default", metadata.get("name", ""), metadata.get("uid", "")
+            metadata.get("namespace") or "default",
+            metadata.get("name", ""),
+            metadata.get("uid", ""),
         )
         message = invalid_pod_message(error)
         logger.warning("pod_invalid", pod=ref.key, reason=str(error))
@@ -312,9 +317,7 @@ class Operator:
             if task.get_name() in ("resync",):
                 task.cancel()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(
-                asyncio.gather(*tasks, return_exceptions=True), SHUTDOWN_GRACE
-            )
+            await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), SHUTDOWN_GRACE)
         await self.events.stop()
         await self.health.stop()
         await self.api.close()

@@ -180,11 +180,12 @@ class Simulation:
             for raw in group:
                 cluster.create(raw)
         default_profile = self.config.profiles[0].scheduler_name
-        for raw in scenario.pending_pods:
-            if not (raw.get("spec") or {}).get("schedulerName"):
+        for pending in scenario.pending_pods:
+            spec = pending.get("spec") or {}
+            if not spec.get("schedulerName"):
                 # In a scenario, a pod that names no scheduler is meant for the one simulated.
-                raw = {**raw, "spec": {**(raw.get("spec") or {}), "schedulerName": default_profile}}
-            created = cluster.create(raw)
+                pending = {**pending, "spec": {**spec, "schedulerName": default_profile}}  # noqa: PLW2901
+            created = cluster.create(pending)
             metadata = created["metadata"]
             self.pending_order.append(f"{metadata['namespace']}/{metadata['name']}")
         await self._drive(scheduler, self.clock.now())
