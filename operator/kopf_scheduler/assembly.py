@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from kopf_scheduler.cache.cache import DEFAULT_ASSUMED_POD_TTL, Cache
 from kopf_scheduler.cache.snapshot import Snapshot
@@ -59,6 +60,7 @@ def build_scheduler(
     seed: int | None = None,
     on_attempt: Callable[[AttemptRecord], None] | None = None,
     assumed_pod_ttl: float = DEFAULT_ASSUMED_POD_TTL,
+    workload_selectors: Any = None,
 ) -> Scheduler:
     """Wire a scheduler; must be called from within the running event loop."""
     rng = random.Random(seed)
@@ -82,6 +84,7 @@ def build_scheduler(
         handle.event_recorder = ports.event_recorder
         handle.get_pod = view.get_pod
         handle.pdbs = view.pdbs
+        handle.workload_selectors = workload_selectors
         plugins = build_profile_plugins(profile, handle, index)
         percentage = profile.percentage_of_nodes_to_score
         frameworks[profile.scheduler_name] = Framework(

@@ -69,6 +69,9 @@ class Handle:
         self.status_writer: PodStatusWriter | None = None
         self.pod_deleter: PodDeleter | None = None
         self.event_recorder: EventRecorder | None = None
+        self.workload_selectors: Any = None
+        """Selectors of the workloads owning or selecting a pod (default topology spreading);
+        ``None`` when the scheduler does not watch Services and controllers."""
         self.spawn: Callable[[Coroutine[Any, Any, None]], None] = _close_unscheduled
         """Run a coroutine in the background (async preemption); set by the scheduler loop."""
 

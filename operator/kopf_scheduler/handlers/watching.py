@@ -18,6 +18,10 @@ WATCHED = (
     ("", "v1", "namespaces"),
     ("policy", "v1", "poddisruptionbudgets"),
     ("scheduling.k8s.io", "v1", "priorityclasses"),
+    ("", "v1", "services"),
+    ("", "v1", "replicationcontrollers"),
+    ("apps", "v1", "replicasets"),
+    ("apps", "v1", "statefulsets"),
 )
 
 
@@ -38,6 +42,12 @@ def register(registry: kopf.OperatorRegistry, handlers: Callable[[], EventHandle
             "namespaces": lambda h, t, o: h.on_namespace(t, o),
             "poddisruptionbudgets": lambda h, t, o: h.on_pdb(t, o),
             "priorityclasses": lambda h, t, o: h.on_priority_class(t, o),
+            "services": lambda h, t, o: h.on_service(t, o),
+            "replicationcontrollers": lambda h, t, o: h.on_controller(
+                "ReplicationController", t, o
+            ),
+            "replicasets": lambda h, t, o: h.on_controller("ReplicaSet", t, o),
+            "statefulsets": lambda h, t, o: h.on_controller("StatefulSet", t, o),
         }[kind]
 
     for group, version, plural in WATCHED:

@@ -26,6 +26,7 @@ from kopf_scheduler.framework.events import (
     EventResource,
 )
 from kopf_scheduler.informer.store import Store
+from kopf_scheduler.informer.workloads import WorkloadIndex
 from kopf_scheduler.model.errors import InvalidObjectError
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pdb import PodDisruptionBudget
@@ -110,10 +111,12 @@ class EventHandlers:
         scheduler: Scheduler,
         store: Store,
         report_invalid_pod: InvalidPodReporter | None = None,
+        workloads: WorkloadIndex | None = None,
     ) -> None:
         self.scheduler = scheduler
         self.store = store
         self.report_invalid_pod = report_invalid_pod
+        self.workloads = workloads
         self._nodes: dict[str, Node] = {}
 
     # Nodes -------------------------------------------------------------------------------------
@@ -148,6 +151,16 @@ class EventHandlers:
 
     def get_node(self, name: str) -> Node | None:
         return self._nodes.get(name)
+
+    # Workloads (Services and controllers, for default topology spreading) -----------------------
+
+    def on_service(self, event_type: str, raw: Mapping[str, Any]) -> None:
+        if self.workloads is not None:
+            self.workloads.on_service(event_type, raw)
+
+    def on_controller(self, kind: str, event_type: str, raw: Mapping[str, Any]) -> None:
+        if self.workloads is not None:
+            self.workloads.on_controller(kind, event_type, raw)
 
     # Namespaces, PDBs, priority classes ----------------------------------------------------------
 

@@ -30,6 +30,7 @@ from kopf_scheduler.config.types import SchedulerConfig
 from kopf_scheduler.handlers.watching import apply_settings, register
 from kopf_scheduler.informer.handlers import EventHandlers, invalid_pod_message
 from kopf_scheduler.informer.store import Store
+from kopf_scheduler.informer.workloads import WorkloadIndex
 from kopf_scheduler.k8s.binder import ApiBinder
 from kopf_scheduler.k8s.client import Api, make_api
 from kopf_scheduler.k8s.clock import WallClock
@@ -128,13 +129,17 @@ class Operator:
             self._spawn,
             self.store.get_pod,
         )
+        self.workloads = WorkloadIndex()
         self.scheduler = build_scheduler(
             config,
             ports,
             ClusterView(self.store.get_pod, self.store.list_pdbs),
             on_attempt=explanations,
+            workload_selectors=self.workloads,
         )
-        self.handlers = EventHandlers(self.scheduler, self.store, self._report_invalid_pod)
+        self.handlers = EventHandlers(
+            self.scheduler, self.store, self._report_invalid_pod, self.workloads
+        )
         self.sync = Synchronizer(_Lister(api), self.handlers)
         election = config.leader_election
         self.elector: LeaderElector | None = None

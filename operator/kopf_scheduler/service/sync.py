@@ -22,6 +22,10 @@ COLLECTIONS: tuple[tuple[str, str], ...] = (
     ("Namespace", "/api/v1/namespaces"),
     ("Node", "/api/v1/nodes"),
     ("PodDisruptionBudget", "/apis/policy/v1/poddisruptionbudgets"),
+    ("Service", "/api/v1/services"),
+    ("ReplicationController", "/api/v1/replicationcontrollers"),
+    ("ReplicaSet", "/apis/apps/v1/replicasets"),
+    ("StatefulSet", "/apis/apps/v1/statefulsets"),
     ("Pod", "/api/v1/pods"),
 )
 
@@ -38,11 +42,14 @@ def _key(raw: Mapping[str, Any]) -> str:
 
 
 def _route(handlers: EventHandlers, kind: str) -> Callable[[str, Mapping[str, Any]], None]:
+    if kind in ("ReplicationController", "ReplicaSet", "StatefulSet"):
+        return lambda event_type, raw: handlers.on_controller(kind, event_type, raw)
     return {
         "PriorityClass": handlers.on_priority_class,
         "Namespace": handlers.on_namespace,
         "Node": handlers.on_node,
         "PodDisruptionBudget": handlers.on_pdb,
+        "Service": handlers.on_service,
         "Pod": handlers.on_pod,
     }[kind]
 
