@@ -8,6 +8,7 @@ grace period, and the preemptor must wait for them to be gone before it is bound
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from e2e.support import SCHEDULER_NAME
@@ -43,6 +44,13 @@ def _fill(env: TestEnv, node: str, prefix: str, count: int, cpu: str, grace: int
     for name in names:
         assert env.wait_bound(name) == node
     return names
+
+
+def _start_time(env: TestEnv, name: str) -> datetime:
+    pod = env.wait_pod(
+        name, lambda p: bool((p.get("status") or {}).get("startTime")), timeout=30, what="started"
+    )
+    return datetime.fromisoformat(pod["status"]["startTime"].replace("Z", "+00:00"))
 
 
 def _has_disruption_target(event: WatchEvent) -> bool:
@@ -105,8 +113,18 @@ def test_preemption_avoids_pdb_protected_victims(
     kube: Kubectl, env: TestEnv, schedulers: Schedulers
 ) -> None:
     guarded_node, free_node = env.create_nodes(2)
-    guarded = _fill(env, guarded_node, "guarded", 2, cpu="2", grace=5, labels={"app": "guarded"})
+    # The unprotected pods start first. Without the PDB the tie-breaker "victims started
+    # latest" would pick the guarded node, so only the PDB criterion steers the choice.
     free = _fill(env, free_node, "free", 2, cpu="2", grace=5, labels={"app": "free"})
+    started = [_start_time(env, name) for name in free]
+    wait_until(
+        lambda: datetime.now(UTC).replace(microsecond=0) > max(started),
+        timeout=5,
+        what="the next second",
+        interval=0.05,
+    )
+    guarded = _fill(env, guarded_node, "guarded", 2, cpu="2", grace=5, labels={"app": "guarded"})
+    assert min(_start_time(env, name) for name in guarded) > max(started)
     for name in guarded:
         env.wait_pod(
             name,

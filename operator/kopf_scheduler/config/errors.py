@@ -12,7 +12,8 @@ class ConfigError(ValueError):
 
     def _text(self) -> str:
         where = f"{self.source}: " if self.source else ""
-        return f"{where}{self.field}: {self.reason}"
+        field = f"{self.field}: " if self.field else ""
+        return f"{where}{field}{self.reason}"
 
     def with_source(self, source: str) -> ConfigError:
         return ConfigError(self.field, self.reason, source)

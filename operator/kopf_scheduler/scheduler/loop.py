@@ -238,7 +238,9 @@ class Scheduler:
 
         self._binding_tasks += 1
         self.metrics.set(m.GOROUTINES, self._binding_tasks, {"operation": "binding"})
-        self.spawn(self._binding_cycle(framework, state, qpi, assumed, host, start, decision))
+        self.spawn(
+            self._binding_cycle(framework, state, qpi, assumed, host, start, decision, self.cycle)
+        )
         return True
 
     def _fail_on_host(
@@ -285,6 +287,7 @@ class Scheduler:
         host: str,
         start: float,
         decision: Decision,
+        cycle: int,
     ) -> None:
         try:
             status = await framework.wait_on_permit(assumed, self.clock.sleep)
@@ -327,8 +330,10 @@ class Scheduler:
                 "Binding",
                 f"Successfully assigned {assumed.key} to {host}",
             )
-            logger.info("pod_bound", pod=assumed.key, node=host, cycle=self.cycle)
-            self._report_attempt(framework, qpi, state, "scheduled", host, "", decision=decision)
+            logger.info("pod_bound", pod=assumed.key, node=host, cycle=cycle)
+            self._report_attempt(
+                framework, qpi, state, "scheduled", host, "", decision=decision, cycle=cycle
+            )
             framework.run_post_bind(state, assumed, host)
         except asyncio.CancelledError:
             self.cache.forget_pod(assumed)
@@ -439,6 +444,7 @@ class Scheduler:
         *,
         decision: Decision | None = None,
         fit: FitError | None = None,
+        cycle: int | None = None,
     ) -> None:
         if self.on_attempt is None:
             return
@@ -448,7 +454,7 @@ class Scheduler:
         record = AttemptRecord(
             pod=qpi.pod.key,
             profile=framework.scheduler_name,
-            cycle=self.cycle,
+            cycle=self.cycle if cycle is None else cycle,
             attempt=qpi.attempts,
             time=self.clock.now(),
             result=result,

@@ -23,12 +23,13 @@ from kopf_scheduler.model.timeutil import format_timestamp
 from kopf_scheduler.ports import Event, NotFoundError, ObjectRef, PodStatusPatch
 from kopf_scheduler.scheduler.explain import AttemptRecord
 from kopf_scheduler.scheduler.failure import POD_SCHEDULED, REASON_UNSCHEDULABLE
+from kopf_scheduler.queue.scheduling_queue import SchedulingQueue
 from kopf_scheduler.scheduler.loop import Scheduler
 from kopf_scheduler.sim.clock import VirtualClock
 from kopf_scheduler.sim.cluster import InMemoryCluster
 from kopf_scheduler.sim.scenario import Scenario
 
-UNSCHEDULABLE_FLUSH = 5 * 60.0 + 30.0
+UNSCHEDULABLE_FLUSH_PERIOD = 30.0
 SYSTEM_PRIORITY_CLASSES: tuple[dict[str, Any], ...] = (
     {
         "apiVersion": "scheduling.k8s.io/v1",
@@ -191,6 +192,17 @@ class Simulation:
         await self._drive(scheduler, self.clock.now())
         return self.result()
 
+    def _next_leftover_flush(self, queue: SchedulingQueue, start: float) -> float:
+        """The first 30 s flush tick (counted from the start) that releases an unschedulable pod."""
+        stamps = [
+            info.timestamp
+            for info in (queue.get(pod.key) for pod in queue.unschedulable_pods())
+            if info is not None
+        ]
+        due = min(stamps, default=self.clock.now()) + queue.pod_max_in_unschedulable
+        ticks = math.floor((due - start) / UNSCHEDULABLE_FLUSH_PERIOD) + 1
+        return max(self.clock.now(), start + ticks * UNSCHEDULABLE_FLUSH_PERIOD)
+
     async def _drive(self, scheduler: Scheduler, start: float) -> None:
         queue = scheduler.queue
         cluster = self.cluster
@@ -224,7 +236,7 @@ class Simulation:
                 continue
             if queue.unschedulable_pods() and cluster.generation != last_forced_generation:
                 last_forced_generation = cluster.generation
-                self.clock.advance_to(self.clock.now() + UNSCHEDULABLE_FLUSH)
+                self.clock.advance_to(self._next_leftover_flush(queue, self.started))
                 queue.flush_unschedulable_leftover()
                 continue
             break
