@@ -21,9 +21,9 @@ from kopf_scheduler.informer.store import Store
 from kopf_scheduler.model.errors import InvalidObjectError
 from kopf_scheduler.model.timeutil import format_timestamp
 from kopf_scheduler.ports import Event, NotFoundError, ObjectRef, PodStatusPatch
+from kopf_scheduler.queue.scheduling_queue import SchedulingQueue
 from kopf_scheduler.scheduler.explain import AttemptRecord
 from kopf_scheduler.scheduler.failure import POD_SCHEDULED, REASON_UNSCHEDULABLE
-from kopf_scheduler.queue.scheduling_queue import SchedulingQueue
 from kopf_scheduler.scheduler.loop import Scheduler
 from kopf_scheduler.sim.clock import VirtualClock
 from kopf_scheduler.sim.cluster import InMemoryCluster
