@@ -45,5 +45,14 @@ cluster-down: $(STAMP)
 e2e: $(STAMP)
 	$(PY) -m pytest e2e
 
+## Benchmarks beside upstream kube-scheduler, recorded in docs/benchmarks.md and bench/results/:
+## in-process S1, S4 and a scaled S2, plus end-to-end S1 when the local cluster is built.
+bench: $(STAMP)
+	$(PY) -m bench quick
+
+## All six scenarios in-process and end to end (long; see docs/benchmarks.md for the scaling).
+bench-full: $(STAMP)
+	$(PY) -m bench full
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -19,13 +19,12 @@ from typing import Any
 
 import pytest
 
+from e2e.localcluster import node_ready
 from e2e.support import objects
 from e2e.support.clusters import Cluster, apply_rbac, open_cluster, service_account_kubeconfig
 from e2e.support.env import TestEnv, make_test_id
 from e2e.support.kubectl import Kubectl
 from e2e.support.schedulers import DeploymentSchedulers, LocalSchedulers, Schedulers
-
-from e2e.localcluster import node_ready
 
 SERVICE_ACCOUNT = "kopf-scheduler"
 
@@ -76,9 +75,16 @@ def scheduler_pool(
     if cluster.is_kind:
         pool = DeploymentSchedulers(kube)
     else:
-        work = tmp_path_factory.mktemp("schedulers")
+        artifacts = os.environ.get("E2E_ARTIFACTS_DIR")
+        if artifacts:
+            work = Path(artifacts).resolve() / "schedulers"
+            work.mkdir(parents=True, exist_ok=True)
+        else:
+            work = tmp_path_factory.mktemp("schedulers")
         apply_rbac(kube)
-        kubeconfig = service_account_kubeconfig(kube, work / "scheduler.kubeconfig", SERVICE_ACCOUNT)
+        kubeconfig = service_account_kubeconfig(
+            kube, work / "scheduler.kubeconfig", SERVICE_ACCOUNT
+        )
         pool = LocalSchedulers(kube, kubeconfig, work)
     try:
         yield pool

@@ -56,7 +56,9 @@ def test_deployment_pods_pass_admission(
         },
         "spec": template["spec"],
     }
-    result = kube.run("create", "--dry-run=server", "-o", "json", "-f", "-", input=_json(pod), check=False)
+    result = kube.run(
+        "create", "--dry-run=server", "-o", "json", "-f", "-", input=_json(pod), check=False
+    )
     assert result.returncode == 0, result.stderr
     assert "PodSecurity" not in result.stderr, result.stderr
 

@@ -60,7 +60,12 @@ def test_leader_failover_binds_every_pod_exactly_once(env: TestEnv, schedulers: 
         events = env.events()
         return all(len(events_for(events, name, "Scheduled")) == 1 for name in everyone)
 
-    wait_until(one_scheduled_event_each, timeout=15, what="a Scheduled event for every pod")
+    wait_until(
+        one_scheduled_event_each,
+        timeout=15,
+        what="exactly one Scheduled event for every pod",
+        describe=lambda: {n: len(events_for(env.events(), n, "Scheduled")) for n in everyone},
+    )
     events = env.events()
     for name in everyone:
         [scheduled] = events_for(events, name, "Scheduled")

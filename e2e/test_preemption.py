@@ -32,12 +32,16 @@ def _on(node: str) -> dict[str, str]:
     return {"kubernetes.io/hostname": node}
 
 
-def _fill(env: TestEnv, node: str, prefix: str, count: int, cpu: str, grace: int, **kw: Any) -> list[str]:
+def _fill(
+    env: TestEnv, node: str, prefix: str, count: int, cpu: str, grace: int, **kw: Any
+) -> list[str]:
     """``count`` low-priority pods pinned to ``node``, bound before this returns."""
     names = [f"{prefix}-{index}" for index in range(count)]
     env.create(
         *(
-            env.pod(name, cpu=cpu, priority_class="e2e-p10", grace=grace, node_selector=_on(node), **kw)
+            env.pod(
+                name, cpu=cpu, priority_class="e2e-p10", grace=grace, node_selector=_on(node), **kw
+            )
             for name in names
         )
     )
@@ -57,7 +61,9 @@ def _has_disruption_target(event: WatchEvent) -> bool:
     return condition(event.pod, "DisruptionTarget") is not None
 
 
-def _assert_preempted_by_us(env: TestEnv, victim: str, preemptor: Mapping[str, Any], node: str) -> None:
+def _assert_preempted_by_us(
+    env: TestEnv, victim: str, preemptor: Mapping[str, Any], node: str
+) -> None:
     marked = env.watch.with_condition(victim, "DisruptionTarget")
     assert marked is not None, f"{victim} never had a DisruptionTarget condition"
     target = condition(marked.pod, "DisruptionTarget")
@@ -204,6 +210,8 @@ def test_higher_priority_preemptor_clears_a_lower_nomination(
 
     env.create(env.pod("mid", cpu="2", priority_class="e2e-p50"))
     env.wait_pod("mid", lambda p: nominated_node(p) == node, timeout=30, what="nominated")
+    mid_nominated = env.watch.nominated("mid")
+    assert mid_nominated is not None
     mark = env.watch.wait_first(_has_disruption_target, timeout=15, what="mid's victim")
     first_victim = mark.name
     [untouched] = [name for name in lows if name != first_victim]
@@ -213,7 +221,19 @@ def test_higher_priority_preemptor_clears_a_lower_nomination(
     # preemption has a fresh victim and takes the node over from mid.
     env.create(env.pod("top", cpu="4", priority_class="e2e-p100"))
     env.wait_pod("top", lambda p: nominated_node(p) == node, timeout=30, what="nominated")
-    env.wait_pod("mid", lambda p: nominated_node(p) is None, timeout=30, what="nomination cleared")
+    # Cleared by top's preemption itself, long before the 30 s grace periods end (a retry of
+    # mid after the victims are gone would clear it too, but far too late).
+    cleared = env.watch.wait_first(
+        lambda e: e.index > mid_nominated.index and nominated_node(e.pod) is None,
+        name="mid",
+        timeout=15,
+        what="mid's nomination cleared",
+    )
+    for name in lows:
+        deleted = env.watch.deleted(name)
+        assert deleted is None or cleared.index < deleted.index, env.watch.summary()
+    top_bound = env.watch.bound("top")
+    assert top_bound is None or cleared.index < top_bound.index, env.watch.summary()
     env.watch.wait_first(
         lambda e: is_terminating(e.pod), name=untouched, timeout=15, what="top's victim"
     )

@@ -105,7 +105,10 @@ def test_unschedulable_pod_gets_the_upstream_message(
         return {"actual": last[0], "expected": last[1]}
 
     message, _ = wait_until(
-        message_as_expected, timeout=30, what="the exact FailedScheduling message", describe=describe
+        message_as_expected,
+        timeout=30,
+        what="the exact FailedScheduling message",
+        describe=describe,
     )
     pod = env.get_pod("too-big")
     assert pod is not None

@@ -29,7 +29,14 @@ from .kubectl import Kubectl
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = REPO_ROOT / "manifests"
-RBAC_KINDS = ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
+RBAC_KINDS = (
+    "Namespace",
+    "ServiceAccount",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+)
 TOKEN_DURATION = "2h"
 
 
@@ -109,7 +116,9 @@ def service_account_kubeconfig(kubectl: Kubectl, path: Path, service_account: st
     cluster = dict(view["clusters"][0]["cluster"])
     ca_file = cluster.pop("certificate-authority", None)
     if ca_file and "certificate-authority-data" not in cluster:
-        cluster["certificate-authority-data"] = base64.b64encode(Path(ca_file).read_bytes()).decode()
+        cluster["certificate-authority-data"] = base64.b64encode(
+            Path(ca_file).read_bytes()
+        ).decode()
     config = {
         "apiVersion": "v1",
         "kind": "Config",

@@ -54,7 +54,10 @@ class TestEnv:
         self.node_names.extend(names)
 
         def ready() -> bool:
-            nodes = {n["metadata"]["name"]: n for n in self.kubectl.items("nodes", selector=self.selector)}
+            nodes = {
+                n["metadata"]["name"]: n
+                for n in self.kubectl.items("nodes", selector=self.selector)
+            }
             return all(name in nodes and node_ready(nodes[name]) for name in names)
 
         wait_until(ready, timeout=NODE_READY_TIMEOUT, what=f"nodes {names} Ready", interval=0.5)
@@ -92,7 +95,9 @@ class TestEnv:
             return pod if pod is not None and predicate(pod) else None
 
         return wait_until(
-            probe, timeout=timeout, what=f"{self.namespace}/{name}: {what}",
+            probe,
+            timeout=timeout,
+            what=f"{self.namespace}/{name}: {what}",
             describe=lambda: self.watch.summary(name)[-5:],
         )
 
@@ -112,7 +117,9 @@ class TestEnv:
 
     def wait_gone(self, name: str, timeout: float = 60) -> None:
         wait_until(
-            lambda: self.get_pod(name) is None, timeout=timeout, what=f"{self.namespace}/{name} deleted"
+            lambda: self.get_pod(name) is None,
+            timeout=timeout,
+            what=f"{self.namespace}/{name} deleted",
         )
 
     def wait_event(self, name: str, reason: str, timeout: float = 30) -> list[Mapping[str, Any]]:
@@ -129,9 +136,20 @@ class TestEnv:
         self.watch.stop()
         # Pods first, without grace: nothing lingers on nodes that are about to disappear.
         self.kubectl.run(
-            "delete", "pods", "--all", "-n", self.namespace, "--grace-period=0", "--force",
-            "--wait=false", check=False,
+            "delete",
+            "pods",
+            "--all",
+            "-n",
+            self.namespace,
+            "--grace-period=0",
+            "--force",
+            "--wait=false",
+            check=False,
         )
-        self.kubectl.run("delete", "namespace", self.namespace, "--wait=false", "--ignore-not-found")
+        self.kubectl.run(
+            "delete", "namespace", self.namespace, "--wait=false", "--ignore-not-found"
+        )
         if self.node_names:
-            self.kubectl.run("delete", "nodes", "-l", self.selector, "--wait=false", "--ignore-not-found")
+            self.kubectl.run(
+                "delete", "nodes", "-l", self.selector, "--wait=false", "--ignore-not-found"
+            )

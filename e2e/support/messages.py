@@ -15,7 +15,7 @@ request above a node's allocatable (UnschedulableAndUnresolvable in v1.34, so pr
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .kubectl import condition
@@ -79,7 +79,9 @@ def histogram(reasons: Iterable[str]) -> str:
     return ", ".join(sorted(f"{count} {reason}" for reason, count in Counter(reasons).items()))
 
 
-def expected_unresolvable_message(nodes: list[Mapping[str, Any]], pod: Mapping[str, Any]) -> str:
+def expected_unresolvable_message(
+    nodes: Sequence[Mapping[str, Any]], pod: Mapping[str, Any]
+) -> str:
     """The message for a pod every node rejects with an UnschedulableAndUnresolvable status."""
     reasons = [node_reason(node, pod) for node in nodes]
     if any(reason is None for reason in reasons):

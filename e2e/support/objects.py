@@ -89,7 +89,11 @@ def pod(
             {"key": ISOLATION_KEY, "operator": "Equal", "value": test_id, "effect": "NoSchedule"}
         ],
         "containers": [
-            {"name": "main", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": requests}}
+            {
+                "name": "main",
+                "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": requests},
+            }
         ],
     }
     if priority_class:
@@ -108,7 +112,9 @@ def pod(
     }
 
 
-def pdb(name: str, namespace: str, min_available: int, match_labels: dict[str, str]) -> dict[str, Any]:
+def pdb(
+    name: str, namespace: str, min_available: int, match_labels: dict[str, str]
+) -> dict[str, Any]:
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",

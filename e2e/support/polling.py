@@ -13,12 +13,12 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-class Timeout(AssertionError):
+class WaitTimeoutError(AssertionError):
     """The awaited state was not reached in time."""
 
 
 def wait_until(
-    probe: Callable[[], T],
+    probe: Callable[[], T | None],
     *,
     timeout: float,
     what: str,
@@ -27,18 +27,19 @@ def wait_until(
 ) -> T:
     """Call ``probe`` until it returns something truthy and return that value.
 
-    On timeout raise :class:`Timeout` naming ``what`` and showing the last value (or what
+    On timeout raise :class:`WaitTimeoutError` naming ``what`` and showing the last value (or what
     ``describe()`` returns, when given).
     """
     deadline = time.monotonic() + timeout
-    last: T | None = None
     while True:
         last = probe()
         if last:
             return last
         if time.monotonic() >= deadline:
             shown = describe() if describe is not None else last
-            raise Timeout(f"timed out after {timeout:.0f}s waiting for {what}; last seen: {shown!r}")
+            raise WaitTimeoutError(
+                f"timed out after {timeout:.0f}s waiting for {what}; last seen: {shown!r}"
+            )
         time.sleep(interval)
 
 

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from . import LEASE_NAME, SCHEDULER_NAME, SYSTEM_NAMESPACE
 from .kubectl import Kubectl
-from .polling import Timeout, wait_until
+from .polling import WaitTimeoutError, wait_until
 
 STOP_TIMEOUT = 20.0
 READY_TIMEOUT = 60.0
@@ -82,8 +82,9 @@ class Schedulers(Protocol):
         """Stop the leader gracefully (SIGTERM) and bring the scheduler back; new leader."""
         ...
 
-    def wait_leader(self, *, other_than: str | None = None, timeout: float = LEADER_TIMEOUT) -> str:
-        ...
+    def wait_leader(
+        self, *, other_than: str | None = None, timeout: float = LEADER_TIMEOUT
+    ) -> str: ...
 
     def begin_test(self) -> None: ...
 
@@ -217,7 +218,7 @@ class LocalSchedulers:
 
         try:
             wait_until(synced, timeout=READY_TIMEOUT, what=f"{identity} /readyz synced")
-        except Timeout as error:
+        except WaitTimeoutError as error:
             raise AssertionError(f"{error}\n{_tail(proc.log_since_mark(), 40)}") from None
         return proc
 
@@ -360,7 +361,9 @@ class LocalSchedulers:
     def logs(self) -> str:
         parts = []
         for proc in self._test_processes:
-            parts.append(f"--- {proc.identity} ({proc.log_path}) ---\n" + _tail(proc.log_since_mark(), 80))
+            parts.append(
+                f"--- {proc.identity} ({proc.log_path}) ---\n" + _tail(proc.log_since_mark(), 80)
+            )
         return "\n".join(parts)
 
     def close(self) -> None:
@@ -423,12 +426,19 @@ class DeploymentSchedulers:
                 return None
             return holder if self.pod_of(holder) in self._ready_pods() else None
 
-        return wait_until(leading, timeout=timeout, what="a replica to hold the Lease", interval=0.5)
+        return wait_until(
+            leading, timeout=timeout, what="a replica to hold the Lease", interval=0.5
+        )
 
     def ensure_leader(self) -> str:
         self._scale(self.replicas)
         self.admin.run(
-            "-n", SYSTEM_NAMESPACE, "rollout", "status", f"deployment/{DEPLOYMENT}", "--timeout=180s",
+            "-n",
+            SYSTEM_NAMESPACE,
+            "rollout",
+            "status",
+            f"deployment/{DEPLOYMENT}",
+            "--timeout=180s",
             timeout=200,
         )
         return self.wait_leader()
@@ -452,7 +462,13 @@ class DeploymentSchedulers:
     def kill_leader(self) -> str:
         holder = self.wait_leader()
         self.admin.run(
-            "-n", SYSTEM_NAMESPACE, "delete", "pod", self.pod_of(holder), "--grace-period=0", "--force"
+            "-n",
+            SYSTEM_NAMESPACE,
+            "delete",
+            "pod",
+            self.pod_of(holder),
+            "--grace-period=0",
+            "--force",
         )
         return holder
 
@@ -470,8 +486,16 @@ class DeploymentSchedulers:
     def logs(self) -> str:
         seconds = max(int(time.time() - self._since) + 1, 1)
         proc = self.admin.run(
-            "-n", SYSTEM_NAMESPACE, "logs", "-l", POD_SELECTOR, "--prefix", "--all-containers",
-            f"--since={seconds}s", "--tail=200", check=False,
+            "-n",
+            SYSTEM_NAMESPACE,
+            "logs",
+            "-l",
+            POD_SELECTOR,
+            "--prefix",
+            "--all-containers",
+            f"--since={seconds}s",
+            "--tail=200",
+            check=False,
         )
         return proc.stdout + proc.stderr
 

@@ -112,7 +112,9 @@ def build_scheduler(
         cache=cache,
         queue=queue,
         snapshot=snapshot,
-        algorithm=Algorithm(rng, config.percentage_of_nodes_to_score),
+        algorithm=Algorithm(
+            rng, config.percentage_of_nodes_to_score, fast_path=config.extensions.fast_path
+        ),
         clock=clock,
         status_writer=ports.status_writer,
         event_recorder=ports.event_recorder,

@@ -280,10 +280,13 @@ class Cache:
                 position = self._position.get(name)
                 if position is not None:
                     snapshot.node_info_list[position] = clone
+                    snapshot.changed_nodes.add(name)
         if self._tree_changed:
             order = self._tree.ordered()
             self._position = {name: index for index, name in enumerate(order)}
             snapshot.node_info_list = [infos[name] for name in order]
+            snapshot.layout_version += 1
+            snapshot.changed_nodes.clear()
             self._tree_changed = False
             rebuild_affinity = True
         self._dirty.clear()

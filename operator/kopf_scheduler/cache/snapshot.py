@@ -2,6 +2,11 @@
 
 A snapshot is refreshed from the cache at the start of each scheduling cycle and is not changed
 during the cycle (preemption dry runs clone the NodeInfos they modify).
+
+The snapshot also records what each refresh changed: ``layout_version`` moves whenever the node
+list is rebuilt (nodes added, removed or reordered), and ``changed_nodes`` collects the names of
+nodes whose NodeInfo was replaced in place. Derived per-node indexes (the vectorised fast path)
+drain ``changed_nodes`` to stay in step in time proportional to the change, not to the cluster.
 """
 
 from __future__ import annotations
@@ -19,6 +24,10 @@ class Snapshot:
         self.have_pods_with_required_anti_affinity: list[NodeInfo] = []
         self.namespace_labels: Mapping[str, Mapping[str, str]] = {}
         self.generation = 0
+        self.layout_version = 0
+        """Bumped whenever ``node_info_list`` is rebuilt rather than patched in place."""
+        self.changed_nodes: set[str] = set()
+        """Nodes whose entry was replaced in place since a consumer last drained this set."""
 
     @classmethod
     def from_node_infos(
@@ -32,6 +41,7 @@ class Snapshot:
         snapshot.node_info_map = {n.name: n for n in node_infos}
         snapshot.rebuild_affinity_lists()
         snapshot.namespace_labels = namespace_labels or {}
+        snapshot.layout_version = 1
         return snapshot
 
     def rebuild_affinity_lists(self) -> None:

@@ -261,10 +261,11 @@ def _explanations(raw: Any) -> Explanations:
 def _extensions(raw: Any) -> Extensions:
     field = "kopfScheduler"
     raw = _mapping(raw, field)
-    _check_fields(raw, {"explanations", "nominationHygiene"}, field)
+    _check_fields(raw, {"explanations", "nominationHygiene", "fastPath"}, field)
     return Extensions(
         explanations=_explanations(raw.get("explanations")),
         nomination_hygiene=_bool(raw, "nominationHygiene", field, True),
+        fast_path=_bool(raw, "fastPath", field, True),
     )
 
 

@@ -83,6 +83,9 @@ class Extensions:
 
     explanations: Explanations = field(default_factory=Explanations)
     nomination_hygiene: bool = True
+    fast_path: bool = True
+    """Vectorised Filter/Score for the attempts it can serve with identical decisions; off runs
+    every attempt plugin by plugin, node by node."""
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import structlog
@@ -32,6 +32,7 @@ from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pdb import PodDisruptionBudget
 from kopf_scheduler.model.pod import Pod, pod_key
 from kopf_scheduler.model.priority_class import PriorityClass
+from kopf_scheduler.scheduler.failure import invalid_pod_message
 from kopf_scheduler.scheduler.loop import Scheduler
 
 logger = structlog.get_logger("kopf_scheduler.informer")
@@ -47,9 +48,6 @@ _NODE_UPDATE_LABELS = {
     ActionType.UPDATE_NODE_CONDITION: "NodeConditionChange",
     ActionType.UPDATE_NODE_ANNOTATION: "NodeAnnotationChange",
 }
-
-InvalidPodReporter = Callable[[Mapping[str, Any], str, InvalidObjectError], None]
-"""``report(raw_pod, scheduler_name, error)``: tell the user why the pod cannot be scheduled."""
 
 
 def node_update_events(old: Node, new: Node) -> list[ClusterEvent]:
@@ -84,11 +82,6 @@ def _condition_statuses(conditions: Any) -> dict[str, str]:
     return {c.get("type", ""): c.get("status", "") for c in conditions if isinstance(c, Mapping)}
 
 
-def invalid_pod_message(error: InvalidObjectError) -> str:
-    """The PodScheduled message and event note for a pod that cannot be parsed."""
-    return f"invalid pod: {error}"
-
-
 def _already_reported(raw: Mapping[str, Any], message: str) -> bool:
     for condition in (raw.get("status") or {}).get("conditions") or []:
         if (
@@ -110,12 +103,10 @@ class EventHandlers:
         self,
         scheduler: Scheduler,
         store: Store,
-        report_invalid_pod: InvalidPodReporter | None = None,
         workloads: WorkloadIndex | None = None,
     ) -> None:
         self.scheduler = scheduler
         self.store = store
-        self.report_invalid_pod = report_invalid_pod
         self.workloads = workloads
         self._nodes: dict[str, Node] = {}
 
@@ -266,10 +257,8 @@ class EventHandlers:
             logger.warning("malformed_pod_ignored", pod=key, reason=str(error))
             return
         self.store.invalid_pods[key] = raw
-        if self.report_invalid_pod is not None and not _already_reported(
-            raw, invalid_pod_message(error)
-        ):
-            self.report_invalid_pod(raw, scheduler_name, error)
+        if not _already_reported(raw, invalid_pod_message(error)):
+            self.scheduler.report_invalid_pod(raw, scheduler_name, error)
 
     def _assigned_pod(self, old: Pod | None, pod: Pod) -> None:
         cache = self.scheduler.cache

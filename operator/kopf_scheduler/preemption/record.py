@@ -15,6 +15,7 @@ between clones without copying.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from kopf_scheduler.framework.cycle_state import StateKey
 
@@ -116,3 +117,44 @@ class PreemptionRecord:
 
 PREEMPTION_RECORD: StateKey[PreemptionRecord] = StateKey("DefaultPreemption/record")
 """Where DefaultPreemption leaves its :class:`PreemptionRecord` in the CycleState."""
+
+
+def _criteria_as_dict(criteria: CandidateCriteria) -> dict[str, Any]:
+    return {
+        "num_pdb_violations": criteria.num_pdb_violations,
+        "highest_victim_priority": criteria.highest_victim_priority,
+        "priority_sum": criteria.priority_sum,
+        "num_victims": criteria.num_victims,
+        "earliest_start_time": criteria.earliest_start_time,
+        "dry_run_index": criteria.dry_run_index,
+    }
+
+
+def _candidate_as_dict(candidate: CandidateRecord) -> dict[str, Any]:
+    return {
+        "node": candidate.node,
+        "victims": tuple(candidate.victims),
+        "criteria": _criteria_as_dict(candidate.criteria),
+        "eliminated_by": candidate.eliminated_by,
+    }
+
+
+def preemption_as_dict(record: PreemptionRecord) -> dict[str, Any]:
+    """``dataclasses.asdict(record)``, built directly (a record can list hundreds of
+    candidates, and the generic recursive copy dominated the cost of reporting an attempt)."""
+    return {
+        "preemptor": record.preemptor,
+        "outcome": record.outcome,
+        "nominated_node": record.nominated_node,
+        "victims": tuple(record.victims),
+        "num_pdb_violations": record.num_pdb_violations,
+        "deciding_criterion": record.deciding_criterion,
+        "candidates": tuple(_candidate_as_dict(c) for c in record.candidates),
+        "reason": record.reason,
+        "pdb_policy": record.pdb_policy,
+        "potential_nodes": record.potential_nodes,
+        "offset": record.offset,
+        "num_candidates": record.num_candidates,
+        "node_statuses": tuple(tuple(entry) for entry in record.node_statuses),
+        "pdb_rejected": tuple(_candidate_as_dict(c) for c in record.pdb_rejected),
+    }

@@ -3,12 +3,18 @@
 This mirrors upstream's ``schedulePod``: PreFilter, the nominated-node fast path, Filter over a
 round-robin window of nodes sized by ``numFeasibleNodesToFind``, PreScore and Score, and a
 uniformly random choice among the top-scored nodes from the profile's seeded RNG.
+
+Filter and Score run either plugin by plugin, node by node (the reference path), or, when the
+profile and the pod allow it, vectorised over all nodes at once
+(:mod:`kopf_scheduler.scheduler.fast_path`); both make identical decisions, consume the RNG
+identically and leave the same round-robin start index. ``Algorithm(..., fast_path=False)``
+keeps every attempt on the reference path.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from collections.abc import Callable
 
 from kopf_scheduler.cache.node_info import NodeInfo
 from kopf_scheduler.cache.snapshot import Snapshot
@@ -22,6 +28,9 @@ from kopf_scheduler.framework.types import (
     NodeToStatus,
 )
 from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.scheduler.fast_path import FastPath
+from kopf_scheduler.scheduler.fast_path.engine import feasible_infos
+from kopf_scheduler.scheduler.fast_path.mirror import IntArray
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -52,24 +61,75 @@ def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> in
     return max(count, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-@dataclass
 class Decision:
-    """What one scheduling attempt found; also the raw material of explanations."""
+    """What one scheduling attempt found; also the raw material of explanations.
 
-    suggested_host: str
-    evaluated_nodes: int
-    feasible_nodes: list[str]
-    diagnosis: Diagnosis
-    scores: list[NodePluginScores] = field(default_factory=list)
+    ``feasible_nodes`` and ``scores`` may be given as functions that build the lists: the
+    vectorised path builds these per-node lists only when someone reads them.
+    """
+
+    __slots__ = ("_feasible", "_scores", "diagnosis", "evaluated_nodes", "suggested_host")
+
+    def __init__(
+        self,
+        suggested_host: str,
+        evaluated_nodes: int,
+        feasible_nodes: list[str] | Callable[[], list[str]],
+        diagnosis: Diagnosis,
+        scores: list[NodePluginScores] | Callable[[], list[NodePluginScores]] | None = None,
+    ) -> None:
+        self.suggested_host = suggested_host
+        self.evaluated_nodes = evaluated_nodes
+        self.diagnosis = diagnosis
+        self._feasible = feasible_nodes
+        self._scores = scores if scores is not None else []
+
+    @property
+    def feasible_nodes(self) -> list[str]:
+        if callable(self._feasible):
+            self._feasible = self._feasible()
+        return self._feasible
+
+    @property
+    def scores(self) -> list[NodePluginScores]:
+        if callable(self._scores):
+            self._scores = self._scores()
+        return self._scores
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Decision):
+            return NotImplemented
+        return (
+            self.suggested_host == other.suggested_host
+            and self.evaluated_nodes == other.evaluated_nodes
+            and self.feasible_nodes == other.feasible_nodes
+            and self.diagnosis == other.diagnosis
+            and self.scores == other.scores
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"Decision(suggested_host={self.suggested_host!r}, "
+            f"evaluated_nodes={self.evaluated_nodes}, feasible_nodes={self.feasible_nodes!r})"
+        )
 
 
 class Algorithm:
     """Holds the round-robin start index across cycles; one per scheduler."""
 
-    def __init__(self, rng: random.Random, global_percentage: int | None = None) -> None:
+    def __init__(
+        self,
+        rng: random.Random,
+        global_percentage: int | None = None,
+        *,
+        fast_path: bool = True,
+    ) -> None:
         self.rng = rng
         self.global_percentage = global_percentage
         self.next_start_node_index = 0
+        self.fast_path: FastPath | None = FastPath() if fast_path else None
 
     def schedule_pod(
         self, framework: Framework, state: CycleState, pod: Pod, snapshot: Snapshot
@@ -78,20 +138,45 @@ class Algorithm:
         all_nodes = snapshot.node_info_list
         if not all_nodes:
             raise NoNodesAvailableError()
-        feasible, diagnosis = self.find_nodes_that_fit_pod(framework, state, pod, snapshot)
+        feasible, diagnosis, positions = self._find(framework, state, pod, snapshot)
         if not feasible:
             raise FitError(pod, len(all_nodes), diagnosis)
         evaluated = len(feasible) + len(diagnosis.node_to_status)
-        names = [n.name for n in feasible]
         if len(feasible) == 1:
-            return Decision(feasible[0].name, evaluated, names, diagnosis)
-        scores = self.prioritize_nodes(framework, state, pod, feasible)
+            return Decision(feasible[0].name, evaluated, [feasible[0].name], diagnosis)
+        fast = self.fast_path
+        if fast is not None and positions is not None and framework.has_score_plugins():
+            status = framework.run_pre_score(state, pod, feasible)
+            if not status.is_success():
+                raise SchedulingError(status)
+            result = fast.score(framework, state, pod, positions)
+            if result is not None:
+                index = FastPath.select_host(result.totals, self.rng)
+                return Decision(
+                    result.names[index],
+                    evaluated,
+                    result.names,
+                    diagnosis,
+                    result.node_plugin_scores,
+                )
+            scores, status = framework.run_score(state, pod, feasible)
+            if not status.is_success():
+                raise SchedulingError(status)
+        else:
+            scores = self.prioritize_nodes(framework, state, pod, feasible)
         host = self.select_host(scores)
-        return Decision(host, evaluated, names, diagnosis, scores)
+        return Decision(host, evaluated, [n.name for n in feasible], diagnosis, scores)
 
     def find_nodes_that_fit_pod(
         self, framework: Framework, state: CycleState, pod: Pod, snapshot: Snapshot
     ) -> tuple[list[NodeInfo], Diagnosis]:
+        feasible, diagnosis, _ = self._find(framework, state, pod, snapshot)
+        return feasible, diagnosis
+
+    def _find(
+        self, framework: Framework, state: CycleState, pod: Pod, snapshot: Snapshot
+    ) -> tuple[list[NodeInfo], Diagnosis, IntArray | None]:
+        """Feasible nodes, the diagnosis, and (vectorised path only) the feasible positions."""
         diagnosis = Diagnosis(NodeToStatus())
         all_nodes = snapshot.node_info_list
         pre_result, status, plugins = framework.run_pre_filter(state, pod, all_nodes)
@@ -102,7 +187,7 @@ class Algorithm:
             diagnosis.node_to_status.absent = status
             diagnosis.pre_filter_msg = status.message()
             _add_plugin_status(diagnosis, status)
-            return [], diagnosis
+            return [], diagnosis, None
 
         if pod.nominated_node_name:
             nominated = snapshot.get(pod.nominated_node_name)
@@ -115,22 +200,49 @@ class Algorithm:
                     state, pod, nominated
                 )
                 if node_status.is_success():
-                    return [nominated], diagnosis
+                    return [nominated], diagnosis, None
                 if not node_status.is_rejected():
                     raise SchedulingError(node_status)
 
         nodes = all_nodes
+        positions: IntArray | None = None
+        feasible: list[NodeInfo] | None = None
         if pre_result is not None and pre_result.node_names is not None:
             nodes = [n for n in all_nodes if n.name in pre_result.node_names]
             diagnosis.node_to_status.absent = Status(
                 Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                 f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]",
             )
-        feasible = self._find_nodes_that_pass_filters(framework, state, pod, diagnosis, nodes)
+        elif self.fast_path is not None and framework.has_filter_plugins():
+            result = self.fast_path.find_feasible(
+                framework,
+                state,
+                pod,
+                snapshot,
+                diagnosis.node_to_status,
+                lambda status: _add_plugin_status(diagnosis, status),
+                self.next_start_node_index,
+                self._num_to_find(framework, len(nodes)),
+            )
+            if result is not None:
+                positions = result.feasible
+                feasible = feasible_infos(self.fast_path.mirror, positions)
+        if feasible is None:
+            feasible = self._find_nodes_that_pass_filters(framework, state, pod, diagnosis, nodes)
         self.next_start_node_index = (
             self.next_start_node_index + len(feasible) + len(diagnosis.node_to_status)
         ) % len(all_nodes)
-        return feasible, diagnosis
+        return feasible, diagnosis, positions
+
+    def _num_to_find(self, framework: Framework, count: int) -> int:
+        if not framework.has_score_plugins():
+            return 1
+        return num_feasible_nodes_to_find(
+            framework.percentage_of_nodes_to_score
+            if framework.percentage_of_nodes_to_score is not None
+            else self.global_percentage,
+            count,
+        )
 
     def _find_nodes_that_pass_filters(
         self,
@@ -143,14 +255,7 @@ class Algorithm:
         count = len(nodes)
         if count == 0:
             return []
-        to_find = num_feasible_nodes_to_find(
-            framework.percentage_of_nodes_to_score
-            if framework.percentage_of_nodes_to_score is not None
-            else self.global_percentage,
-            count,
-        )
-        if not framework.has_score_plugins():
-            to_find = 1
+        to_find = self._num_to_find(framework, count)
         start = self.next_start_node_index % count
         if not framework.has_filter_plugins():
             return [nodes[(start + i) % count] for i in range(min(to_find, count))]

@@ -7,10 +7,13 @@ The simulator prints these; the operator stores the latest one on the pod (size-
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 from kopf_scheduler.framework.types import Diagnosis, NodePluginScores
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -40,6 +43,39 @@ class NodeVerdict:
         }
 
 
+class Deferred(Generic[T]):
+    """A dataclass field that may be assigned a function producing its value.
+
+    The function runs on first read and its result replaces it, so building a large value
+    (one verdict per node) costs nothing for records that nobody reads.
+    """
+
+    def __init__(self, default: Callable[[], T]) -> None:
+        self._default = default
+        self._slot = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._slot = "_deferred_" + name
+
+    @overload
+    def __get__(self, instance: None, owner: type) -> tuple[()]: ...
+
+    @overload
+    def __get__(self, instance: object, owner: type) -> T: ...
+
+    def __get__(self, instance: object | None, owner: type) -> T | tuple[()]:
+        if instance is None:
+            return ()
+        value = instance.__dict__[self._slot]
+        if callable(value):
+            value = value()
+            instance.__dict__[self._slot] = value
+        return value  # type: ignore[no-any-return]
+
+    def __set__(self, instance: object, value: T | Callable[[], T] | tuple[()]) -> None:
+        instance.__dict__[self._slot] = self._default() if value == () else value
+
+
 @dataclass
 class AttemptRecord:
     """One scheduling attempt of one pod."""
@@ -54,11 +90,13 @@ class AttemptRecord:
     node: str = ""
     message: str = ""
     num_all_nodes: int = 0
-    nodes: list[NodeVerdict] = field(default_factory=list)
+    nodes: Deferred[list[NodeVerdict]] = Deferred(list)
+    """May be assigned a function that builds the list (it runs on first read)."""
     unlisted_status: str = ""
     """The reason every node *not* listed in ``nodes`` shares (PreFilter rejection, or the
     nodes left unexamined once enough feasible ones were found)."""
-    preemption: dict[str, Any] | None = None
+    preemption: Deferred[dict[str, Any] | None] = Deferred(lambda: None)
+    """May be assigned a function that builds the dict (it runs on first read)."""
 
     def as_dict(self) -> dict[str, Any]:
         result: dict[str, Any] = {

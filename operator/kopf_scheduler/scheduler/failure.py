@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kopf_scheduler.framework.types import NominatingInfo, NominatingMode
+from kopf_scheduler.model.errors import InvalidObjectError
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.timeutil import format_timestamp
 from kopf_scheduler.ports import PodStatusPatch
@@ -18,6 +19,11 @@ REASON_UNSCHEDULABLE = "Unschedulable"
 REASON_SCHEDULER_ERROR = "SchedulerError"
 NOTE_LENGTH_LIMIT = 1024
 _TRUNCATION_SUFFIX = " ..."
+
+
+def invalid_pod_message(error: InvalidObjectError) -> str:
+    """The PodScheduled message and event note for a pod that cannot be parsed."""
+    return f"invalid pod: {error}"
 
 
 def truncate_note(message: str) -> str:

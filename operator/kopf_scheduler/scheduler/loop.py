@@ -9,7 +9,6 @@ next pod is scheduled while the previous one binds, as upstream does with gorout
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import math
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
@@ -30,19 +29,23 @@ from kopf_scheduler.framework.types import (
     NominatingInfo,
     QueuedPodInfo,
 )
+from kopf_scheduler.model.errors import InvalidObjectError
 from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.model.timeutil import format_timestamp
 from kopf_scheduler.ports import (
     ApiError,
     Clock,
     Event,
     EventRecorder,
     Metrics,
+    NotFoundError,
     NullMetrics,
+    ObjectRef,
     PodRef,
     PodStatusPatch,
     PodStatusWriter,
 )
-from kopf_scheduler.preemption.record import PREEMPTION_RECORD
+from kopf_scheduler.preemption.record import PREEMPTION_RECORD, preemption_as_dict
 from kopf_scheduler.queue.scheduling_queue import SchedulingQueue
 from kopf_scheduler.scheduler.algorithm import (
     Algorithm,
@@ -50,11 +53,13 @@ from kopf_scheduler.scheduler.algorithm import (
     NoNodesAvailableError,
     SchedulingError,
 )
-from kopf_scheduler.scheduler.explain import AttemptRecord, verdicts
+from kopf_scheduler.scheduler.explain import AttemptRecord, NodeVerdict, verdicts
 from kopf_scheduler.scheduler.failure import (
+    POD_SCHEDULED,
     REASON_SCHEDULER_ERROR,
     REASON_UNSCHEDULABLE,
     failure_status_patch,
+    invalid_pod_message,
     truncate_note,
 )
 from kopf_scheduler.scheduler.nominations import NominationHygiene
@@ -420,9 +425,36 @@ class Scheduler:
             self.spawn(self._patch_status(current, patch))
         self._report_attempt(framework, qpi, state, result, "", message, fit=fit)
 
+    def report_invalid_pod(
+        self, raw: Mapping[str, Any], scheduler_name: str, error: InvalidObjectError
+    ) -> None:
+        """A pending pod too malformed to parse: say why on the pod (event and condition)."""
+        metadata = raw.get("metadata") or {}
+        ref = ObjectRef(
+            metadata.get("namespace") or "default",
+            metadata.get("name", ""),
+            metadata.get("uid", ""),
+        )
+        message = invalid_pod_message(error)
+        logger.warning("pod_invalid", pod=ref.key, reason=str(error))
+        self.event_recorder.record(
+            Event(ref, "Warning", "FailedScheduling", "Scheduling", message, scheduler_name)
+        )
+        condition = {
+            "type": POD_SCHEDULED,
+            "status": "False",
+            "reason": REASON_UNSCHEDULABLE,
+            "message": message,
+            "lastProbeTime": None,
+            "lastTransitionTime": format_timestamp(self.clock.now()),
+        }
+        self.spawn(self._patch_status(ref, PodStatusPatch(conditions=[condition])))
+
     async def _patch_status(self, pod: PodRef, patch: PodStatusPatch) -> None:
         try:
             await self.status_writer.patch_status(pod, patch)
+        except NotFoundError:
+            return
         except ApiError as error:
             logger.warning("pod_status_update_failed", pod=pod.key, reason=str(error))
 
@@ -449,8 +481,12 @@ class Scheduler:
         if self.on_attempt is None:
             return
         diagnosis = decision.diagnosis if decision is not None else (fit.diagnosis if fit else None)
-        feasible = decision.feasible_nodes if decision is not None else []
-        scores = decision.scores if decision is not None else []
+
+        def node_verdicts() -> list[NodeVerdict]:
+            feasible = decision.feasible_nodes if decision is not None else []
+            scores = decision.scores if decision is not None else []
+            return verdicts(diagnosis, feasible, scores)
+
         record = AttemptRecord(
             pod=qpi.pod.key,
             profile=framework.scheduler_name,
@@ -461,13 +497,13 @@ class Scheduler:
             node=node,
             message=message,
             num_all_nodes=self.snapshot.num_nodes(),
-            nodes=verdicts(diagnosis, feasible, scores),
+            nodes=node_verdicts,
         )
         if diagnosis is not None and diagnosis.node_to_status.absent.reasons:
             record.unlisted_status = diagnosis.node_to_status.absent.message()
         preemption = state.get(PREEMPTION_RECORD)
         if preemption is not None:
-            record.preemption = dataclasses.asdict(preemption)
+            record.preemption = lambda: preemption_as_dict(preemption)
         self.on_attempt(record)
 
     # Driving it --------------------------------------------------------------------------------

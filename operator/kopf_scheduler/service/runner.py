@@ -16,7 +16,7 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,7 @@ from kopf_scheduler.config.errors import ConfigError
 from kopf_scheduler.config.loader import default_config, load_config
 from kopf_scheduler.config.types import SchedulerConfig
 from kopf_scheduler.handlers.watching import apply_settings, register
-from kopf_scheduler.informer.handlers import EventHandlers, invalid_pod_message
+from kopf_scheduler.informer.handlers import EventHandlers
 from kopf_scheduler.informer.store import Store
 from kopf_scheduler.informer.workloads import WorkloadIndex
 from kopf_scheduler.k8s.binder import ApiBinder
@@ -41,10 +41,7 @@ from kopf_scheduler.k8s.metrics import PrometheusMetrics
 from kopf_scheduler.k8s.ratelimit import limiter_for
 from kopf_scheduler.k8s.status import ApiPodStatusWriter
 from kopf_scheduler.logs import configure_logging
-from kopf_scheduler.model.errors import InvalidObjectError
-from kopf_scheduler.model.timeutil import format_timestamp
-from kopf_scheduler.ports import ApiError, Event, ObjectRef, PodStatusPatch
-from kopf_scheduler.scheduler.failure import POD_SCHEDULED, REASON_UNSCHEDULABLE
+from kopf_scheduler.ports import ApiError
 from kopf_scheduler.scheduler.loop import Scheduler
 from kopf_scheduler.service.annotations import StatusAnnotationWriter
 from kopf_scheduler.service.explanations import ExplanationRecorder
@@ -137,9 +134,7 @@ class Operator:
             on_attempt=explanations,
             workload_selectors=self.workloads,
         )
-        self.handlers = EventHandlers(
-            self.scheduler, self.store, self._report_invalid_pod, self.workloads
-        )
+        self.handlers = EventHandlers(self.scheduler, self.store, self.workloads)
         self.sync = Synchronizer(_Lister(api), self.handlers)
         election = config.leader_election
         self.elector: LeaderElector | None = None
@@ -185,36 +180,6 @@ class Operator:
         else:
             logger.warning("leadership_lost", lease=lease)
         self.scheduler.active = False
-
-    def _report_invalid_pod(
-        self, raw: Mapping[str, Any], scheduler_name: str, error: InvalidObjectError
-    ) -> None:
-        metadata = raw.get("metadata") or {}
-        ref = ObjectRef(
-            metadata.get("namespace") or "default",
-            metadata.get("name", ""),
-            metadata.get("uid", ""),
-        )
-        message = invalid_pod_message(error)
-        logger.warning("pod_invalid", pod=ref.key, reason=str(error))
-        self.events.record(
-            Event(ref, "Warning", "FailedScheduling", "Scheduling", message, scheduler_name)
-        )
-        condition = {
-            "type": POD_SCHEDULED,
-            "status": "False",
-            "reason": REASON_UNSCHEDULABLE,
-            "message": message,
-            "lastProbeTime": None,
-            "lastTransitionTime": format_timestamp(self.clock.now()),
-        }
-        self.scheduler.spawn(self._patch(ref, PodStatusPatch(conditions=[condition])))
-
-    async def _patch(self, ref: ObjectRef, patch: PodStatusPatch) -> None:
-        try:
-            await self._status_writer.patch_status(ref, patch)
-        except ApiError as error:
-            logger.warning("pod_status_update_failed", pod=ref.key, reason=str(error))
 
     def _kopf_registry(self) -> kopf.OperatorRegistry:
         registry = kopf.OperatorRegistry()

@@ -16,14 +16,10 @@ from typing import Any
 
 from kopf_scheduler.assembly import ClusterView, Ports, build_scheduler
 from kopf_scheduler.config.types import SchedulerConfig
-from kopf_scheduler.informer.handlers import EventHandlers, invalid_pod_message
+from kopf_scheduler.informer.handlers import EventHandlers
 from kopf_scheduler.informer.store import Store
-from kopf_scheduler.model.errors import InvalidObjectError
-from kopf_scheduler.model.timeutil import format_timestamp
-from kopf_scheduler.ports import Event, NotFoundError, ObjectRef, PodStatusPatch
 from kopf_scheduler.queue.scheduling_queue import SchedulingQueue
 from kopf_scheduler.scheduler.explain import AttemptRecord
-from kopf_scheduler.scheduler.failure import POD_SCHEDULED, REASON_UNSCHEDULABLE
 from kopf_scheduler.scheduler.loop import Scheduler
 from kopf_scheduler.sim.clock import VirtualClock
 from kopf_scheduler.sim.cluster import InMemoryCluster
@@ -78,7 +74,7 @@ class Simulation:
         scheduler = build_scheduler(
             self.config, ports, view, seed=self.seed, on_attempt=self.attempts.append
         )
-        handlers = EventHandlers(scheduler, self.store, self._report_invalid_pod)
+        handlers = EventHandlers(scheduler, self.store)
         routes = {
             "Node": handlers.on_node,
             "Pod": handlers.on_pod,
@@ -90,36 +86,6 @@ class Simulation:
         self.scheduler = scheduler
         self.handlers = handlers
         return scheduler, handlers
-
-    def _report_invalid_pod(
-        self, raw: Mapping[str, Any], scheduler_name: str, error: InvalidObjectError
-    ) -> None:
-        metadata = raw.get("metadata") or {}
-        ref = ObjectRef(
-            metadata.get("namespace") or "default",
-            metadata.get("name", ""),
-            metadata.get("uid", ""),
-        )
-        message = invalid_pod_message(error)
-        self.cluster.record(
-            Event(ref, "Warning", "FailedScheduling", "Scheduling", message, scheduler_name)
-        )
-        condition = {
-            "type": POD_SCHEDULED,
-            "status": "False",
-            "reason": REASON_UNSCHEDULABLE,
-            "message": message,
-            "lastProbeTime": None,
-            "lastTransitionTime": format_timestamp(self.clock.now()),
-        }
-        assert self.scheduler is not None
-        self.scheduler.spawn(self._patch_quietly(ref, PodStatusPatch(conditions=[condition])))
-
-    async def _patch_quietly(self, ref: ObjectRef, patch: PodStatusPatch) -> None:
-        try:
-            await self.cluster.patch_status(ref, patch)
-        except NotFoundError:
-            return
 
     async def _settle(self, scheduler: Scheduler) -> None:
         for _ in range(100_000):

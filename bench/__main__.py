@@ -1,0 +1,259 @@
+"""``python -m bench``: run a benchmark profile and record it.
+
+    python -m bench quick            # in-process S1, S4, S2@0.2; end-to-end S1 (if built)
+    python -m bench full             # all scenarios, both ways
+    python -m bench run --inprocess S1,S2@0.2 --e2e S1 --qps 5000/5000,50/100
+    python -m bench inprocess-one S2@0.2 --out result.json   # one scenario, this process
+
+Each in-process scenario runs in its own subprocess, so its peak RSS is its own. The
+end-to-end runs share one local cluster in ``LOCALCLUSTER_DIR`` (default ``/tmp/lc-bench``),
+which is stopped at the end unless ``--keep-cluster``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from bench import report
+from bench.scenarios import scenario
+
+REPO = Path(__file__).resolve().parent.parent
+QPS_SETTINGS = ((5000.0, 5000), (50.0, 100))
+
+PROFILES: dict[str, dict[str, Any]] = {
+    "quick": {
+        "inprocess": ["S1", "S4", "S2@0.2"],
+        "e2e": ["S1"],
+    },
+    "full": {
+        "inprocess": ["S1", "S2", "S3a", "S3b", "S4", "S5", "S6"],
+        # What this 2-core machine finishes in reasonable time end to end; see docs/benchmarks.md.
+        "e2e": ["S1", "S4", "S2@0.2", "S3a@0.2", "S3b@0.2", "S5@0.2", "S6@0.2"],
+    },
+}
+
+
+def say(message: str) -> None:
+    print(f"bench: {message}", file=sys.stderr, flush=True)
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "operator"), str(REPO)])
+    return env
+
+
+def run_inprocess_isolated(spec: str, timeout: float = 7200.0) -> dict[str, Any]:
+    """One in-process scenario in a fresh interpreter (own RSS, no leftovers)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "result.json"
+        started = time.monotonic()
+        proc = subprocess.run(
+            [sys.executable, "-m", "bench", "inprocess-one", spec, "--out", str(out)],
+            cwd=REPO,
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        if proc.returncode != 0 or not out.exists():
+            return {"label": spec, "error": (proc.stderr or proc.stdout).strip()[-500:]}
+        result: dict[str, Any] = json.loads(out.read_text())
+        result["process_seconds"] = round(time.monotonic() - started, 1)
+        return result
+
+
+def _brief(result: dict[str, Any]) -> str:
+    if "error" in result:
+        return f"error: {result['error'][-200:]}"
+    t = result["throughput"]
+    return (
+        f"{t.get('average')} pods/s avg, {t.get('p50')} p50, attempt p99 "
+        f"{result['attempt_ms'].get('p99')} ms, {result['bound_measured']}/"
+        f"{result['measured_pods']} bound"
+    )
+
+
+def run_e2e(
+    specs: list[str], qps_settings: list[tuple[float, int]], keep_cluster: bool
+) -> tuple[list[dict[str, Any]], list[str]]:
+    from bench.cluster import binaries_available, start_bench_cluster
+    from bench.e2e import run_pair
+
+    if not binaries_available():
+        return [], ["end to end: the local control-plane binaries are not built (make cluster-up)"]
+    pairs: list[dict[str, Any]] = []
+    scenarios = sorted((scenario(s) for s in specs), key=lambda s: s.nodes)
+    cluster = start_bench_cluster()
+    work = Path(tempfile.mkdtemp(prefix="bench-e2e-"))
+    say(f"end to end on {cluster.server}, work files in {work}")
+    try:
+        for sc in scenarios:
+            for qps, burst in qps_settings:
+                try:
+                    pair = asyncio.run(run_pair(cluster, sc, qps, burst, work))
+                except Exception as error:
+                    traceback.print_exc()
+                    pair = {
+                        "mode": "e2e",
+                        "scenario": sc.as_dict(),
+                        "qps": qps,
+                        "burst": burst,
+                        "error": f"{type(error).__name__}: {error}"[:500],
+                    }
+                pairs.append(pair)
+                for which, run in (pair.get("runs") or {}).items():
+                    t = run.get("throughput") or {}
+                    say(
+                        f"{sc.label} {qps:g}/{burst} {which}: {t.get('average')} pods/s avg, "
+                        f"create→bound p99 {(run.get('create_to_bound_ms') or {}).get('p99')} ms"
+                    )
+    finally:
+        if not keep_cluster:
+            cluster.down()
+    return pairs, []
+
+
+def _notes(results: dict[str, Any]) -> list[str]:
+    notes = []
+    scaled = [r["scenario"] for r in results.get("inprocess", []) if "scenario" in r]
+    scaled += [p["scenario"] for p in results.get("e2e", [])]
+    seen = set()
+    for s in scaled:
+        if s["ratio"] != 1.0 and s["label"] not in seen:
+            seen.add(s["label"])
+            notes.append(f"Scaled: {s['label']} = {s['id']} × {s['ratio']:g}: {s['shape']}.")
+    for pair in results.get("e2e", []):
+        for which, run in (pair.get("runs") or {}).items():
+            average = (run.get("throughput") or {}).get("average")
+            created = (run.get("creation") or {}).get("per_second")
+            if average and created and average >= 0.8 * created:
+                notes.append(
+                    f"{pair['scenario']['label']} {which} at qps {pair['qps']:g}: throughput "
+                    f"{average} pods/s is within 20% of the creator's {created} pods/s, so it is "
+                    "bounded by pod creation, not by the scheduler."
+                )
+    top = results["machine"].get("top_processes") or []
+    if top:
+        notes.append(
+            "Busiest processes at start (%CPU RSS-KiB command): " + "; ".join(top[:6]) + "."
+        )
+    return notes
+
+
+def run_profile(
+    profile: str,
+    inprocess: list[str],
+    e2e: list[str],
+    qps_settings: list[tuple[float, int]],
+    write: bool,
+    keep_cluster: bool,
+) -> dict[str, Any]:
+    started = time.monotonic()
+    results: dict[str, Any] = {
+        "date": report.now_iso(),
+        "profile": profile,
+        "command": report.command_line(),
+        "machine": report.machine(),
+        "versions": report.versions(),
+        "inprocess": [],
+        "e2e": [],
+        "skipped": [],
+    }
+    for spec in inprocess:
+        say(f"in-process {spec}")
+        result = run_inprocess_isolated(spec)
+        say(f"in-process {spec}: {_brief(result)}")
+        results["inprocess"].append(result)
+    if e2e:
+        pairs, skipped = run_e2e(e2e, qps_settings, keep_cluster)
+        results["e2e"] = pairs
+        results["skipped"] += skipped
+    results["machine_end"] = {"loadavg": [round(x, 2) for x in os.getloadavg()]}
+    results["wall_seconds"] = round(time.monotonic() - started, 1)
+    results["notes"] = _notes(results)
+    if write:
+        path = report.write_json(results, profile)
+        report.update_doc(report.render(results))
+        say(f"results in {path.relative_to(REPO)} and docs/benchmarks.md")
+    return results
+
+
+def _qps(text: str) -> list[tuple[float, int]]:
+    settings = []
+    for item in text.split(","):
+        qps, _, burst = item.partition("/")
+        settings.append((float(qps), int(burst)))
+    return settings
+
+
+def _exit_on_sigterm() -> None:
+    # SIGTERM becomes SystemExit, so that the schedulers, the watcher and (unless kept) the
+    # cluster this run started are stopped by the ``finally`` blocks.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
+def main(argv: list[str] | None = None) -> int:
+    _exit_on_sigterm()
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in PROFILES:
+        p = sub.add_parser(name, help=f"the {name} profile")
+        p.add_argument("--no-e2e", action="store_true", help="skip the end-to-end runs")
+        p.add_argument("--no-inprocess", action="store_true", help="skip the in-process runs")
+        p.add_argument("--no-write", action="store_true", help="do not write results or docs")
+        p.add_argument("--keep-cluster", action="store_true")
+    run = sub.add_parser("run", help="chosen scenarios")
+    run.add_argument("--inprocess", default="", help="comma-separated, e.g. S1,S2@0.2")
+    run.add_argument("--e2e", default="", help="comma-separated, e.g. S1,S4")
+    run.add_argument("--qps", default="5000/5000,50/100", help="qps/burst settings")
+    run.add_argument("--profile", default="custom", help="name used for the results file")
+    run.add_argument("--no-write", action="store_true")
+    run.add_argument("--keep-cluster", action="store_true")
+    one = sub.add_parser("inprocess-one", help="one in-process scenario in this process")
+    one.add_argument("spec")
+    one.add_argument("--out", required=True)
+    one.add_argument("--seed", type=int, default=0)
+    render = sub.add_parser("render", help="print the docs section of a results file")
+    render.add_argument("path")
+    args = parser.parse_args(argv)
+
+    if args.command == "inprocess-one":
+        from bench.inprocess import run_inprocess
+
+        result = run_inprocess(scenario(args.spec), seed=args.seed)
+        Path(args.out).write_text(json.dumps(result))
+        return 0
+    if args.command == "render":
+        print(report.render(json.loads(Path(args.path).read_text())))
+        return 0
+    if args.command == "run":
+        inprocess = [s for s in args.inprocess.split(",") if s]
+        e2e = [s for s in args.e2e.split(",") if s]
+        qps = _qps(args.qps)
+        profile = args.profile
+    else:
+        profile = args.command
+        inprocess = [] if args.no_inprocess else list(PROFILES[profile]["inprocess"])
+        e2e = [] if args.no_e2e else list(PROFILES[profile]["e2e"])
+        qps = list(QPS_SETTINGS)
+    for spec in (*inprocess, *e2e):
+        scenario(spec)  # fail early on a typo
+    run_profile(profile, inprocess, e2e, qps, not args.no_write, args.keep_cluster)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""The local control plane for the benchmarks: the e2e one, plus two identities and an audit log.
+
+The two schedulers are told apart in the API server's audit log by who they are:
+``bench-kopf-scheduler`` and ``bench-kube-scheduler``, two static token users that are added to
+the token file before the API server starts. Both are in ``system:masters`` like the admin, so
+both are exempt from API Priority and Fairness and skip RBAC evaluation alike: neither scheduler
+gets a different API-server path. (``apiserver_request_total`` has no client label, so /metrics
+cannot attribute requests to a client; the audit log can.) The audit policy records only these
+two users, at the Metadata level, once per request when the response is complete.
+
+This subclasses :class:`e2e.localcluster.LocalCluster` and hooks its ``_launch`` step for the
+API server; nothing in ``e2e/`` changes. It uses its own state directory (``LOCALCLUSTER_DIR``
+or ``/tmp/lc-bench``), so it never touches the clusters of other test runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from e2e.localcluster.build import binaries
+from e2e.localcluster.cluster import LocalCluster
+
+DEFAULT_STATE_DIR = "/tmp/lc-bench"
+KOPF_USER = "bench-kopf-scheduler"
+UPSTREAM_USER = "bench-kube-scheduler"
+BENCH_USERS = (KOPF_USER, UPSTREAM_USER)
+AUDIT_LOG = "audit.log"
+AUDIT_POLICY = "audit-policy.yaml"
+BENCH_STATE = "bench.json"
+
+
+def state_dir() -> Path:
+    return Path(os.environ.get("LOCALCLUSTER_DIR") or DEFAULT_STATE_DIR).resolve()
+
+
+def binaries_available() -> bool:
+    found = binaries()
+    return all(
+        Path(p).exists()
+        for p in (
+            found.etcd,
+            found.kube_apiserver,
+            found.kube_controller_manager,
+            found.kube_scheduler,
+            found.kwok,
+        )
+    )
+
+
+def audit_policy() -> dict[str, Any]:
+    return {
+        "apiVersion": "audit.k8s.io/v1",
+        "kind": "Policy",
+        "omitStages": ["RequestReceived", "ResponseStarted"],
+        "rules": [
+            {"level": "Metadata", "users": list(BENCH_USERS)},
+            {"level": "None"},
+        ],
+    }
+
+
+class BenchCluster(LocalCluster):
+    """A :class:`LocalCluster` whose API server also knows the two scheduler identities."""
+
+    @property
+    def audit_log(self) -> Path:
+        return self.log_dir / AUDIT_LOG
+
+    def _bench_state_path(self) -> Path:
+        return self.state_dir / BENCH_STATE
+
+    def bench_tokens(self) -> dict[str, str]:
+        path = self._bench_state_path()
+        if not path.exists():
+            return {}
+        return dict(json.loads(path.read_text())["tokens"])
+
+    def user_kubeconfig(self, user: str) -> Path:
+        return self.state_dir / f"{user}.kubeconfig"
+
+    def _launch(self, name: str, args: Sequence[str]) -> None:
+        if name == "kube-apiserver":
+            args = [*args, *self._prepare_bench()]
+        super()._launch(name, args)
+
+    def _prepare_bench(self) -> list[str]:
+        tokens = {user: secrets.token_hex(16) for user in BENCH_USERS}
+        with (self.state_dir / "tokens.csv").open("a") as out:
+            for user, token in tokens.items():
+                out.write(f'{token},{user},uid-{user},"system:masters"\n')
+        self._bench_state_path().write_text(json.dumps({"tokens": tokens}))
+        for user, token in tokens.items():
+            self._write_user_kubeconfig(user, token)
+        policy = self.state_dir / AUDIT_POLICY
+        policy.write_text(yaml.safe_dump(audit_policy(), sort_keys=False))
+        return [
+            f"--audit-policy-file={policy}",
+            f"--audit-log-path={self.audit_log}",
+            "--audit-log-format=json",
+            "--audit-log-maxsize=100000",
+            "--audit-log-maxbackup=1",
+        ]
+
+    def _write_user_kubeconfig(self, user: str, token: str) -> None:
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "localcluster",
+                    "cluster": {"server": self.server, "certificate-authority": str(self.ca_file)},
+                }
+            ],
+            "users": [{"name": user, "user": {"token": token}}],
+            "contexts": [
+                {"name": "localcluster", "context": {"cluster": "localcluster", "user": user}}
+            ],
+            "current-context": "localcluster",
+        }
+        path = self.user_kubeconfig(user)
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        path.chmod(0o600)
+
+    def down(self, timeout: float = 10, keep_logs: bool = False) -> None:
+        super().down(timeout=timeout, keep_logs=keep_logs)
+        for extra in (BENCH_STATE, AUDIT_POLICY, *(f"{u}.kubeconfig" for u in BENCH_USERS)):
+            with contextlib.suppress(OSError):
+                (self.state_dir / extra).unlink()
+        with contextlib.suppress(OSError):
+            self.state_dir.rmdir()
+
+    def ready_for_bench(self) -> bool:
+        return self.is_healthy() and bool(self.bench_tokens()) and self.audit_log.parent.exists()
+
+
+def start_bench_cluster(nodes: int = 0, fresh: bool = False) -> BenchCluster:
+    """Start (or reuse) the benchmark cluster in its own state directory."""
+    directory = state_dir()
+    existing = BenchCluster(directory)
+    if existing.is_running() and (fresh or not existing.ready_for_bench()):
+        existing.down()
+    if existing.is_running() and existing.ready_for_bench():
+        return existing
+    return BenchCluster.up(nodes=nodes, state_dir=directory)  # type: ignore[return-value]

@@ -1,0 +1,655 @@
+"""End-to-end runs: ours and upstream kube-scheduler, one after the other, on one local cluster.
+
+For each scheduler the run starts from the same state: the same kwok nodes (created once,
+shared), a fresh namespace, the scenario's init pods created already bound (and Running via
+kwok) before the scheduler starts. Then the scheduler starts and syncs, the external watcher
+(:mod:`bench.watcher`, its own process) opens its watch, and the creator posts the measured
+pods with many requests in flight while S5/S6 arrivals are posted at their rate. The run ends
+when the watcher has seen every measured pod bound. Afterwards the scheduler's /metrics are
+scraped, the scheduler is stopped, its API requests are counted from the audit log by its
+identity, and the namespace is deleted with grace period 0.
+
+Both schedulers get the same ``clientConnection`` QPS/burst, leader election off, the default
+plugins and low log verbosity (ours at ``warning``, kube-scheduler at ``--v=1``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import signal
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from e2e.localcluster.cluster import ALWAYS_ALLOW_PATHS, node_ready
+
+from bench import promtext, shapes, stats
+from bench.cluster import KOPF_USER, UPSTREAM_USER, BenchCluster
+from bench.config import SCHEDULER_NAME, UPSTREAM_SCHEDULER_NAME, scheduler_config, upstream_config
+from bench.kube import Client, Endpoint, create_many, nodes_path, pods_path
+from bench.scenarios import ZONE_LABEL, Scenario, check
+
+REPO = Path(__file__).resolve().parent.parent
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+CREATOR_CONCURRENCY = 48
+SCHEDULERS = ("kopf", "upstream")
+
+
+def say(message: str) -> None:
+    print(f"bench: {message}", file=sys.stderr, flush=True)
+
+
+# -- processes ------------------------------------------------------------------------------
+
+
+def proc_cpu_seconds(pid: int) -> float | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def proc_status_mb(pid: int, key: str) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(f"{key}:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        return None
+    return None
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _insecure() -> ssl.SSLContext:
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+@dataclass
+class SchedulerProcess:
+    which: str
+    popen: subprocess.Popen[bytes]
+    port: int
+    log_path: Path
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    @property
+    def base_url(self) -> str:
+        scheme = "http" if self.which == "kopf" else "https"
+        return f"{scheme}://127.0.0.1:{self.port}"
+
+    def get(self, path: str, timeout: float = 5.0) -> tuple[int, str]:
+        context = _insecure() if self.base_url.startswith("https") else None
+        try:
+            with urllib.request.urlopen(
+                self.base_url + path, timeout=timeout, context=context
+            ) as response:
+                return int(response.status), response.read().decode(errors="replace")
+        except urllib.error.HTTPError as error:
+            return int(error.code), ""
+        except OSError:
+            return 0, ""
+
+    def wait_ready(self, timeout: float = 300.0) -> float:
+        started = time.monotonic()
+        while time.monotonic() - started < timeout:
+            if self.popen.poll() is not None:
+                raise RuntimeError(f"{self.which} scheduler exited: see {self.log_path}")
+            status, _ = self.get("/readyz", timeout=2.0)
+            if status == 200:
+                return time.monotonic() - started
+            time.sleep(0.2)
+        raise RuntimeError(f"{self.which} scheduler not ready after {timeout:.0f}s")
+
+    def stop(self, timeout: float = 20.0) -> int | None:
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGTERM)
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait(5)
+        return self.popen.returncode
+
+
+def start_scheduler(
+    which: str, cluster: BenchCluster, qps: float, burst: int, work: Path
+) -> SchedulerProcess:
+    port = free_port()
+    log_path = work / f"{which}-scheduler.log"
+    config_path = work / f"{which}-config.yaml"
+    if which == "kopf":
+        config_path.write_text(yaml.safe_dump(scheduler_config(qps, burst)))
+        command = [
+            str(REPO / ".venv" / "bin" / "kopf-scheduler"),
+            "run",
+            f"--kubeconfig={cluster.user_kubeconfig(KOPF_USER)}",
+            f"--config={config_path}",
+            "--health-host=127.0.0.1",
+            f"--health-port={port}",
+            "--log-level=warning",
+            "--log-format=console",
+        ]
+    else:
+        kubeconfig = str(cluster.user_kubeconfig(UPSTREAM_USER))
+        config_path.write_text(yaml.safe_dump(upstream_config(qps, burst, kubeconfig)))
+        admin = str(cluster.kubeconfig)
+        command = [
+            str(cluster.binaries.kube_scheduler),
+            f"--config={config_path}",
+            f"--authentication-kubeconfig={admin}",
+            f"--authorization-kubeconfig={admin}",
+            f"--authorization-always-allow-paths={ALWAYS_ALLOW_PATHS}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            f"--cert-dir={work / 'kube-scheduler-certs'}",
+            "--v=1",
+        ]
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    env["PYTHONUNBUFFERED"] = "1"
+    with log_path.open("ab") as log:
+        log.write(f"$ {' '.join(command)}\n".encode())
+        log.flush()
+        popen = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=REPO,
+        )
+    return SchedulerProcess(which, popen, port, log_path)
+
+
+# -- audit log ------------------------------------------------------------------------------
+
+
+def audit_counts(path: Path, offset: int, user: str) -> dict[str, Any]:
+    """Requests by verb and by verb+resource for ``user``, from ``offset`` on."""
+    by_verb: Counter[str] = Counter()
+    by_resource: Counter[str] = Counter()
+    codes: Counter[str] = Counter()
+    try:
+        with path.open("rb") as log:
+            log.seek(offset)
+            for line in log:
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if (event.get("user") or {}).get("username") != user:
+                    continue
+                verb = str(event.get("verb", ""))
+                ref = event.get("objectRef") or {}
+                resource = str(ref.get("resource", event.get("requestURI", "")))
+                if ref.get("subresource"):
+                    resource += "/" + str(ref["subresource"])
+                by_verb[verb] += 1
+                by_resource[f"{verb} {resource}"] += 1
+                code = (event.get("responseStatus") or {}).get("code")
+                codes[str(code)] += 1
+    except OSError as error:
+        return {"error": str(error)}
+    return {
+        "total": sum(by_verb.values()),
+        "by_verb": dict(by_verb.most_common()),
+        "by_verb_resource": dict(by_resource.most_common()),
+        "by_code": dict(codes.most_common()),
+    }
+
+
+def audit_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+# -- cluster state --------------------------------------------------------------------------
+
+
+async def ensure_nodes(client: Client, count: int, timeout: float = 900.0) -> dict[str, Any]:
+    """Exactly ``count`` kwok nodes, all Ready and untainted."""
+    started = time.monotonic()
+    nodes, _ = await client.list_all("/api/v1/nodes")
+    existing = {n["metadata"]["name"] for n in nodes}
+    wanted = [shapes.node(i) for i in range(count)]
+    wanted_names = {n["metadata"]["name"] for n in wanted}
+    extra = sorted(existing - wanted_names)
+    for name in extra:
+        await client.request("DELETE", f"/api/v1/nodes/{name}", ok_statuses=(404,))
+    missing = [n for n in wanted if n["metadata"]["name"] not in existing]
+    created: dict[str, Any] = {}
+    if missing:
+        say(f"creating {len(missing)} nodes")
+        created = await create_many(client, nodes_path, missing, CREATOR_CONCURRENCY)
+    while True:
+        nodes, _ = await client.list_all("/api/v1/nodes")
+        ready = [n for n in nodes if n["metadata"]["name"] in wanted_names and node_ready(n)]
+        if len(ready) == count and len(nodes) == count:
+            break
+        if time.monotonic() - started > timeout:
+            raise RuntimeError(f"only {len(ready)}/{count} nodes ready after {timeout:.0f}s")
+        await asyncio.sleep(2.0)
+    return {
+        "count": count,
+        "created": len(missing),
+        "deleted": len(extra),
+        "creation": created,
+        "ready_seconds": round(time.monotonic() - started, 1),
+    }
+
+
+async def ensure_priority_class(client: Client) -> None:
+    await client.request(
+        "POST",
+        "/apis/scheduling.k8s.io/v1/priorityclasses",
+        shapes.priority_class(),
+        ok_statuses=(409,),
+    )
+
+
+async def create_namespace(client: Client, name: str) -> None:
+    await client.request(
+        "POST",
+        "/api/v1/namespaces",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+    )
+    # ServiceAccount admission rejects pods until the controller made the default account.
+    for _ in range(300):
+        found = await client.request(
+            "GET", f"/api/v1/namespaces/{name}/serviceaccounts/default", ok_statuses=(404,)
+        )
+        if found is not None:
+            return
+        await asyncio.sleep(0.2)
+    raise RuntimeError(f"no default ServiceAccount in {name}")
+
+
+async def wait_all_running(client: Client, namespace: str, timeout: float = 900.0) -> float:
+    started = time.monotonic()
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    params = {"fieldSelector": "status.phase!=Running", "limit": "1"}
+    while time.monotonic() - started < timeout:
+        page = await client.request("GET", path, params=params)
+        if not page.get("items"):
+            return time.monotonic() - started
+        await asyncio.sleep(1.0)
+    raise RuntimeError(f"init pods in {namespace} not Running after {timeout:.0f}s")
+
+
+async def delete_namespace(client: Client, namespace: str, timeout: float = 600.0) -> float:
+    started = time.monotonic()
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    await client.request(
+        "DELETE", path, params={"gracePeriodSeconds": "0"}, ok_statuses=(404,), retries=3
+    )
+    while time.monotonic() - started < timeout:
+        page = await client.request("GET", path, params={"limit": "1"})
+        if not page.get("items"):
+            break
+        await client.request("DELETE", path, params={"gracePeriodSeconds": "0"}, ok_statuses=(404,))
+        await asyncio.sleep(1.0)
+    await client.request("DELETE", f"/api/v1/namespaces/{namespace}", ok_statuses=(404, 409))
+    return time.monotonic() - started
+
+
+async def delete_leftovers(client: Client) -> list[str]:
+    """Namespaces an interrupted run left behind: their bound pods would take node room."""
+    namespaces, _ = await client.list_all("/api/v1/namespaces")
+    names = [
+        n["metadata"]["name"] for n in namespaces if n["metadata"]["name"].startswith("bench-")
+    ]
+    for name in names:
+        say(f"deleting the pods of {name}, left by an earlier run")
+        await delete_namespace(client, name)
+    return names
+
+
+# -- the watcher ----------------------------------------------------------------------------
+
+
+class Watcher:
+    def __init__(self, cluster: BenchCluster, namespace: str, expect: int, out: Path) -> None:
+        self.out = out
+        env = {**os.environ, "BENCH_WATCH_TOKEN": cluster.admin_token, "PYTHONUNBUFFERED": "1"}
+        env["PYTHONPATH"] = os.pathsep.join([str(REPO / "operator"), str(REPO)])
+        self.popen = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "bench.watcher",
+                f"--server={cluster.server}",
+                f"--ca={cluster.ca_file}",
+                f"--namespace={namespace}",
+                f"--expect={expect}",
+                f"--out={out}",
+            ],
+            stdout=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=REPO,
+        )
+
+    async def ready(self, timeout: float = 120.0) -> None:
+        assert self.popen.stdout is not None
+        line = await asyncio.wait_for(asyncio.to_thread(self.popen.stdout.readline), timeout)
+        if line.strip() != b"READY":
+            raise RuntimeError(f"watcher did not start: {line!r}")
+
+    async def finished(self, timeout: float) -> bool:
+        try:
+            await asyncio.wait_for(asyncio.to_thread(self.popen.wait), timeout)
+            return True
+        except TimeoutError:
+            return False
+
+    def stop(self) -> dict[str, Any]:
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGTERM)
+            try:
+                self.popen.wait(60)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait(5)
+        return dict(json.loads(self.out.read_text())) if self.out.exists() else {}
+
+
+# -- one run --------------------------------------------------------------------------------
+
+
+def _control_plane_cpu(cluster: BenchCluster) -> dict[str, float]:
+    result = {}
+    for name, proc in cluster.processes().items():
+        seconds = proc_cpu_seconds(proc.pid)
+        if seconds is not None:
+            result[name] = seconds
+    return result
+
+
+def _timeout_for(scenario: Scenario, qps: float) -> float:
+    per_second = min(qps, 50.0) if qps <= 100 else 20.0
+    return 300.0 + scenario.measured_count / max(per_second / 2, 5.0)
+
+
+async def run_one(
+    cluster: BenchCluster,
+    client: Client,
+    scenario: Scenario,
+    which: str,
+    qps: float,
+    burst: int,
+    work: Path,
+) -> dict[str, Any]:
+    scheduler_name = SCHEDULER_NAME if which == "kopf" else UPSTREAM_SCHEDULER_NAME
+    namespace = f"bench-{scenario.id.lower()}-{which}-{secrets.token_hex(3)}"
+    run_dir = work / namespace
+    run_dir.mkdir(parents=True, exist_ok=True)
+    say(f"{scenario.label} {which} qps={qps:g}/{burst}: namespace {namespace}")
+    await create_namespace(client, namespace)
+    init = scenario.init_pods(namespace, scheduler_name)
+    init_creation = await create_many(client, pods_path, init, CREATOR_CONCURRENCY)
+    init_running = await wait_all_running(client, namespace)
+    say(f"  {len(init)} init pods created ({init_creation['per_second']}/s) and Running")
+
+    process = start_scheduler(which, cluster, qps, burst, run_dir)
+    watcher: Watcher | None = None
+    result: dict[str, Any] = {"scheduler": which, "namespace": namespace}
+    try:
+        ready_seconds = await asyncio.to_thread(process.wait_ready)
+        watcher = Watcher(cluster, namespace, scenario.measured_count, run_dir / "watch.json")
+        await watcher.ready()
+        audit_offset = audit_size(cluster.audit_log)
+        cpu_before = proc_cpu_seconds(process.pid) or 0.0
+        plane_before = _control_plane_cpu(cluster)
+        load_before = os.getloadavg()
+        measured = scenario.measured_pods(namespace, scheduler_name)
+        stop_arrivals = asyncio.Event()
+        t0 = time.time()
+        arrivals = asyncio.ensure_future(
+            _post_arrivals(client, scenario, namespace, scheduler_name, stop_arrivals)
+        )
+        creation = await create_many(client, pods_path, measured, CREATOR_CONCURRENCY)
+        say(f"  {len(measured)} measured pods created ({creation['per_second']}/s)")
+        finished = await watcher.finished(_timeout_for(scenario, qps))
+        stop_arrivals.set()
+        injected = await arrivals
+        t_end = time.time()
+        cpu_after = proc_cpu_seconds(process.pid) or 0.0
+        plane_after = _control_plane_cpu(cluster)
+        load_after = os.getloadavg()
+        peak_rss = proc_status_mb(process.pid, "VmHWM")
+        status, metrics_text = process.get("/metrics", timeout=30.0)
+        observed = watcher.stop()
+        result.update(
+            ready_seconds=round(ready_seconds, 2),
+            finished=finished,
+            t0=t0,
+            wall_seconds=round(t_end - t0, 3),
+            creation=creation,
+            init_creation=init_creation,
+            init_running_seconds=round(init_running, 1),
+            arrivals_injected=injected,
+            cpu_seconds=round(cpu_after - cpu_before, 2),
+            peak_rss_mb=peak_rss,
+            control_plane_cpu_seconds={
+                k: round(plane_after.get(k, v) - v, 2) for k, v in plane_before.items()
+            },
+            loadavg={"before": load_before, "after": load_after},
+            scheduler_metrics=_scheduler_metrics(metrics_text) if status == 200 else {},
+        )
+        result.update(_figures(scenario, observed, t0))
+    finally:
+        exit_code = await asyncio.to_thread(process.stop)
+        if watcher is not None:
+            watcher.stop()
+        result["exit_code"] = exit_code
+    await asyncio.sleep(1.0)
+    user = KOPF_USER if which == "kopf" else UPSTREAM_USER
+    result["api_requests"] = audit_counts(cluster.audit_log, audit_offset, user)
+    pods, _ = await client.list_all(f"/api/v1/namespaces/{namespace}/pods")
+    nodes, _ = await client.list_all("/api/v1/nodes")
+    zones = {n["metadata"]["name"]: n["metadata"]["labels"].get(ZONE_LABEL, "") for n in nodes}
+    result["checks"] = check(scenario, pods, zones, None)
+    if "victims" in scenario.checks:
+        result["checks"]["victims"] = result["victims"]
+    result["cleanup_seconds"] = round(await delete_namespace(client, namespace), 1)
+    return result
+
+
+async def _post_arrivals(
+    client: Client, scenario: Scenario, namespace: str, scheduler_name: str, stop: asyncio.Event
+) -> int:
+    if scenario.arrivals is None:
+        return 0
+    interval = 1.0 / scenario.arrivals.per_second
+    started = time.monotonic()
+    index = 0
+    pending: set[asyncio.Task[Any]] = set()
+    while not stop.is_set():
+        raw = scenario.arrival_pod(index, namespace, scheduler_name)
+        task = asyncio.ensure_future(
+            client.request("POST", pods_path(raw), raw, ok_statuses=(409,))
+        )
+        pending.add(task)
+        task.add_done_callback(pending.discard)
+        index += 1
+        delay = started + index * interval - time.monotonic()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), max(0.0, delay))
+    if pending:
+        await asyncio.gather(*pending, return_exceptions=True)
+    return index
+
+
+def _scheduler_metrics(text: str) -> dict[str, Any]:
+    samples = promtext.parse(text)
+    attempts = "scheduler_scheduling_attempt_duration_seconds"
+    extension = "scheduler_framework_extension_point_duration_seconds"
+    return {
+        "schedule_attempts_total": promtext.by_label(
+            samples, "scheduler_schedule_attempts_total", "result"
+        ),
+        "attempt_duration_scheduled_s": promtext.histogram(samples, attempts, result="scheduled"),
+        "attempt_duration_unschedulable_s": promtext.histogram(
+            samples, attempts, result="unschedulable"
+        ),
+        "algorithm_duration_s": promtext.histogram(
+            samples, "scheduler_scheduling_algorithm_duration_seconds"
+        ),
+        "postfilter_duration_s": promtext.histogram(
+            samples, extension, extension_point="PostFilter"
+        ),
+        "sli_duration_s": promtext.histogram(
+            samples, "scheduler_pod_scheduling_sli_duration_seconds"
+        ),
+        "preemption_attempts_total": promtext.total(samples, "scheduler_preemption_attempts_total"),
+        "rest_client_requests_total": promtext.by_label(
+            samples, "rest_client_requests_total", "method"
+        ),
+    }
+
+
+def _figures(scenario: Scenario, observed: dict[str, Any], t0: float) -> dict[str, Any]:
+    pods: dict[str, dict[str, Any]] = observed.get("pods") or {}
+    measured = {n: p for n, p in pods.items() if p.get("role") == shapes.ROLE_MEASURED}
+    arrivals = {n: p for n, p in pods.items() if p.get("role") == shapes.ROLE_ARRIVAL}
+    bound_times = [p["bound"] for p in measured.values() if "bound" in p]
+    create_to_bound = [p["bound"] - p["seen"] for p in measured.values() if "bound" in p]
+    preemptors = [p for p in (*measured.values(), *arrivals.values()) if p.get("kind") in ("high",)]
+    preemptor_latency = [p["bound"] - p["seen"] for p in preemptors if "bound" in p]
+    victims = [
+        p
+        for p in pods.values()
+        if p.get("role") == shapes.ROLE_INIT and "deleted" in p and p.get("kind") == "low"
+    ]
+    bound_preemptors = sum(1 for p in preemptors if "bound" in p)
+    end = observed.get("done_at") or (max(bound_times) if bound_times else t0)
+    return {
+        "measured_pods": len(measured),
+        "bound_measured": len(bound_times),
+        "all_measured_bound": bool(measured) and len(bound_times) == scenario.measured_count,
+        "throughput": stats.throughput(bound_times, t0),
+        "create_to_bound_ms": stats.summary(create_to_bound, 1000.0),
+        "preemptor_create_to_bound_ms": stats.summary(preemptor_latency, 1000.0),
+        "head_of_line_gaps_ms": stats.gaps(bound_times),
+        "arrivals": {
+            "injected": len(arrivals),
+            "bound": sum(1 for p in arrivals.values() if "bound" in p),
+        },
+        "victims": {
+            "deleted_low_priority": len(victims),
+            "bound_preemptors": bound_preemptors,
+            "per_preemptor": round(len(victims) / bound_preemptors, 3)
+            if bound_preemptors
+            else None,
+            "ok": bound_preemptors == 0 or len(victims) == 3 * bound_preemptors,
+        },
+        "queue": _pending_series(measured, arrivals, t0, end),
+        "measured_seconds": round(end - t0, 3),
+        "watcher": {k: observed.get(k) for k in ("events", "relists", "cpu_seconds", "ready_at")},
+    }
+
+
+def _pending_series(
+    measured: dict[str, dict[str, Any]],
+    arrivals: dict[str, dict[str, Any]],
+    t0: float,
+    end: float,
+) -> dict[str, Any]:
+    """Unbound, undeleted pods (measured + arrivals) seen by the watcher, once per second."""
+    entries = [*measured.values(), *arrivals.values()]
+    samples = []
+    second = 1.0
+    while t0 + second <= end + 1.0:
+        at = t0 + second
+        pending = sum(
+            1
+            for p in entries
+            if p["seen"] <= at
+            and ("bound" not in p or p["bound"] > at)
+            and ("deleted" not in p or p["deleted"] > at)
+        )
+        samples.append({"t": second, "pending": pending})
+        second += 1.0
+    peak = max((s["pending"] for s in samples), default=0)
+    return {"max": {"pending": peak}, "samples": samples}
+
+
+async def run_pair(
+    cluster: BenchCluster,
+    scenario: Scenario,
+    qps: float,
+    burst: int,
+    work: Path,
+    order: tuple[str, ...] = SCHEDULERS,
+) -> dict[str, Any]:
+    """Both schedulers on identical states; the figures of each and the ratios ours/upstream."""
+    endpoint = Endpoint(cluster.server, cluster.admin_token, str(cluster.ca_file))
+    async with Client(endpoint, "bench-creator", connections=CREATOR_CONCURRENCY) as client:
+        await ensure_priority_class(client)
+        await delete_leftovers(client)
+        nodes = await ensure_nodes(client, scenario.nodes)
+        runs = {}
+        for which in order:
+            runs[which] = await run_one(cluster, client, scenario, which, qps, burst, work)
+    return {
+        "mode": "e2e",
+        "scenario": scenario.as_dict(),
+        "qps": qps,
+        "burst": burst,
+        "order": list(order),
+        "nodes": nodes,
+        "runs": runs,
+        "ratios": ratios(runs.get("kopf", {}), runs.get("upstream", {})),
+    }
+
+
+def ratios(ours: dict[str, Any], upstream: dict[str, Any]) -> dict[str, float | None]:
+    def get(run: dict[str, Any], *path: str) -> float | None:
+        value: Any = run
+        for key in path:
+            if not isinstance(value, dict):
+                return None
+            value = value.get(key)
+        return float(value) if isinstance(value, int | float) else None
+
+    figures = {
+        "throughput_average": ("throughput", "average"),
+        "throughput_p50": ("throughput", "p50"),
+        "create_to_bound_p50": ("create_to_bound_ms", "p50"),
+        "create_to_bound_p99": ("create_to_bound_ms", "p99"),
+        "preemptor_create_to_bound_p99": ("preemptor_create_to_bound_ms", "p99"),
+        "api_requests": ("api_requests", "total"),
+        "cpu_seconds": ("cpu_seconds",),
+        "peak_rss_mb": ("peak_rss_mb",),
+    }
+    return {
+        name: stats.ratio(get(ours, *path), get(upstream, *path)) for name, path in figures.items()
+    }

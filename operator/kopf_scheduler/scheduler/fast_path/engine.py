@@ -1,0 +1,658 @@
+"""The vectorised Filter, Score and host selection, equivalent to the per-node path.
+
+Filtering computes, with numpy over every node at once, which nodes each supported Filter plugin
+rejects, then walks the round-robin window exactly as the per-node loop does: from the start
+index, in snapshot order, until enough feasible nodes are found. Rejected nodes in the window get
+the very Status the per-node path would give them: nodes are grouped by what rejects them (the
+first failing plugin and, for NodeResourcesFit, which resources fall short and whether any
+shortfall is unresolvable), one node per group runs the real plugins, and the group shares the
+resulting Status. Nodes with nominated pods always run the real plugins, one by one.
+
+Scoring reproduces each supported plugin's integers (Go's truncating division, the same float64
+operations where upstream uses floats), normalisation and weights. Host selection replays the
+reservoir sampling over the same totals in the same order, so it draws the same random numbers.
+
+Whenever an attempt falls outside what is supported (a plugin or argument the fast path does not
+model, a PreFilter restricting the node set, extended resources, an error status), the engine
+returns ``None`` and the caller runs the per-node path instead.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kopf_scheduler.cache.node_info import NodeInfo
+from kopf_scheduler.cache.snapshot import Snapshot
+from kopf_scheduler.framework.cycle_state import CycleState
+from kopf_scheduler.framework.interfaces import MAX_NODE_SCORE
+from kopf_scheduler.framework.runtime import Framework
+from kopf_scheduler.framework.status import Code, Status
+from kopf_scheduler.framework.types import NodePluginScores, NodeToStatus
+from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.model.resources import CPU, Resource
+from kopf_scheduler.model.selectors import (
+    DOES_NOT_EXIST,
+    EXISTS,
+    IN,
+    NOT_IN,
+    NodeSelectorTerm,
+    PreferredSchedulingTerm,
+    Requirement,
+)
+from kopf_scheduler.model.taints import Toleration, find_untolerated_taint, tolerations_tolerate
+from kopf_scheduler.plugins import (
+    image_locality,
+    node_affinity,
+    node_resources_fit,
+    taint_toleration,
+)
+from kopf_scheduler.plugins import node_resources_balanced_allocation as balanced
+from kopf_scheduler.plugins.node_resources_fit import LEAST_ALLOCATED
+from kopf_scheduler.plugins.node_unschedulable import UNSCHEDULABLE_TAINT
+from kopf_scheduler.plugins.resource_allocation import is_scalar_resource_name
+from kopf_scheduler.scheduler.fast_path.mirror import (
+    NODE_NAME_FIELD,
+    SAFE_LIMIT,
+    BoolArray,
+    IntArray,
+    NodeMirror,
+)
+from kopf_scheduler.scheduler.fast_path.profile import Kind, ProfileSupport, Step, analyse
+
+_FIT_TOO_MANY_PODS = 1
+_FIT_CPU = 2
+_FIT_MEMORY = 4
+_FIT_EPHEMERAL = 8
+_FIT_UNRESOLVABLE = 16
+_SIGNATURE_STRIDE = 32
+"""Rejection signature = first failing filter index * stride + NodeResourcesFit bits."""
+
+_TOLERATION_CACHE_LIMIT = 256
+
+
+class Fallback(Exception):  # noqa: N818 - a control-flow signal, not an error
+    """The attempt needs the per-node path."""
+
+
+@dataclass
+class FilterResult:
+    """The outcome of the vectorised Filter: feasible positions in examination order."""
+
+    feasible: IntArray
+    examined: int
+    """How many nodes the window covered (feasible plus rejected)."""
+
+
+@dataclass
+class ScoreResult:
+    """Per-plugin weighted scores and totals for the feasible nodes, in the same order."""
+
+    names: list[str]
+    plugin_scores: list[tuple[str, IntArray]]
+    totals: IntArray
+
+    def node_plugin_scores(self) -> list[NodePluginScores]:
+        """The same list the per-node ``run_score`` builds."""
+        columns = [(name, values.tolist()) for name, values in self.plugin_scores]
+        totals = self.totals.tolist()
+        result = []
+        for index, node in enumerate(self.names):
+            result.append(
+                NodePluginScores(
+                    node, {name: values[index] for name, values in columns}, totals[index]
+                )
+            )
+        return result
+
+
+def _toleration_signature(
+    tolerations: tuple[Toleration, ...],
+) -> tuple[tuple[str, str, str, str], ...]:
+    return tuple((t.key, t.operator, t.value, t.effect) for t in tolerations)
+
+
+def go_div_array(numerator: IntArray, denominator: int) -> IntArray:
+    """Integer division truncating toward zero, elementwise (Go's ``/``)."""
+    quotient = np.abs(numerator) // abs(denominator)
+    negative = (numerator < 0) != (denominator < 0)
+    return np.where(negative, -quotient, quotient)
+
+
+class FastPath:
+    """Vectorised scheduling for one scheduler (one snapshot)."""
+
+    def __init__(self) -> None:
+        self.mirror = NodeMirror()
+        self._profiles: dict[int, tuple[Framework, ProfileSupport]] = {}
+        self._untolerated: dict[tuple[tuple[str, str, str, str], ...], BoolArray] = {}
+        self._prefer_counts: dict[tuple[tuple[str, str, str, str], ...], IntArray] = {}
+        self.used_filter = 0
+        self.used_score = 0
+        """Counters of attempts the vectorised path served (for tests and diagnostics)."""
+
+    def support(self, framework: Framework) -> ProfileSupport:
+        entry = self._profiles.get(id(framework))
+        if entry is None or entry[0] is not framework:
+            entry = (framework, analyse(framework))
+            self._profiles[id(framework)] = entry
+        return entry[1]
+
+    # Filter ----------------------------------------------------------------------------------
+
+    def find_feasible(
+        self,
+        framework: Framework,
+        state: CycleState,
+        pod: Pod,
+        snapshot: Snapshot,
+        statuses: NodeToStatus,
+        add_status: Callable[[Status], None],
+        start_index: int,
+        to_find: int,
+    ) -> FilterResult | None:
+        """Filter every node of ``snapshot``; ``None`` when the per-node path must run.
+
+        On success the rejected nodes of the window are recorded in ``statuses`` (in
+        examination order) and passed to ``add_status``, exactly as the per-node loop does.
+        """
+        steps = self.support(framework).filters
+        if steps is None:
+            return None
+        mirror = self.mirror
+        mirror.sync(snapshot)
+        if not mirror.safe or mirror.size == 0:
+            return None
+        try:
+            first_fail, fit_bits = self._first_failures(steps, state, pod)
+            special = self._nominated_positions(framework, pod)
+        except Fallback:
+            return None
+        size = mirror.size
+        special_status: dict[int, Status] = {}
+        feasible_mask = first_fail < 0
+        for index in special:
+            status = framework.run_filter_plugins_with_nominated_pods(
+                state, pod, mirror.infos[index]
+            )
+            if status.code == Code.SUCCESS:
+                feasible_mask[index] = True
+            elif status.is_rejected():
+                feasible_mask[index] = False
+                special_status[index] = status
+            else:
+                return None
+
+        start = start_index % size
+        rotated = np.roll(feasible_mask, -start) if start else feasible_mask
+        counts = np.cumsum(rotated)
+        total = int(counts[-1])
+        window = int(np.searchsorted(counts, to_find)) + 1 if total >= to_find else size
+        order = np.arange(start, start + window, dtype=np.int64)
+        if start + window > size:
+            order %= size
+        in_window = rotated[:window]
+        feasible = order[in_window]
+        rejected = order[~in_window]
+        if len(rejected):
+            signature = first_fail * _SIGNATURE_STRIDE + fit_bits
+            if not self._record_rejections(
+                framework,
+                state,
+                pod,
+                steps,
+                rejected,
+                signature[rejected],
+                special_status,
+                statuses,
+                add_status,
+            ):
+                return None
+        self.used_filter += 1
+        return FilterResult(feasible, window)
+
+    def _record_rejections(
+        self,
+        framework: Framework,
+        state: CycleState,
+        pod: Pod,
+        steps: tuple[Step, ...],
+        rejected: IntArray,
+        signatures: IntArray,
+        special_status: dict[int, Status],
+        statuses: NodeToStatus,
+        add_status: Callable[[Status], None],
+    ) -> bool:
+        mirror = self.mirror
+        positions = rejected.tolist()
+        codes = signatures.tolist()
+        by_signature: dict[int, Status] = {}
+        for index, code in zip(positions, codes, strict=True):
+            if index in special_status or code in by_signature:
+                continue
+            status = framework.run_filter_plugins_with_nominated_pods(
+                state, pod, mirror.infos[index]
+            )
+            expected = steps[code // _SIGNATURE_STRIDE].name if code >= 0 else ""
+            if not status.is_rejected() or status.plugin != expected:
+                return False
+            by_signature[code] = status
+        names = mirror.names
+        seen: set[int] = set()
+        for index, code in zip(positions, codes, strict=True):
+            status = special_status.get(index) or by_signature[code]
+            statuses.set(names[index], status)
+            if id(status) not in seen:
+                seen.add(id(status))
+                add_status(status)
+        return True
+
+    def _nominated_positions(self, framework: Framework, pod: Pod) -> list[int]:
+        """Positions of nodes with nominated pods (evaluated by the real plugins)."""
+        nominator = framework.handle.nominator
+        nominations = getattr(nominator, "nominations", None)
+        position = self.mirror.position
+        if callable(nominations):
+            nodes = nominations()
+            return [position[name] for name in nodes if name in position]
+        return [
+            index
+            for index, name in enumerate(self.mirror.names)
+            if nominator.nominated_pods_for_node(name)
+        ]
+
+    def _first_failures(
+        self, steps: tuple[Step, ...], state: CycleState, pod: Pod
+    ) -> tuple[IntArray, IntArray]:
+        """Per node: the index of the first rejecting Filter (-1: none) and the fit bits."""
+        mirror = self.mirror
+        size = mirror.size
+        first_fail = np.full(size, -1, dtype=np.int64)
+        fit_bits = np.zeros(size, dtype=np.int64)
+        skip = state.skip_filter_plugins
+        for index in range(len(steps) - 1, -1, -1):
+            step = steps[index]
+            if skip and step.name in skip:
+                continue
+            kind = step.kind
+            fails: BoolArray | None
+            if kind is Kind.SKIPPED_ONLY:
+                raise Fallback
+            if kind is Kind.UNSCHEDULABLE:
+                fails = self._unschedulable_fails(pod)
+            elif kind is Kind.NODE_NAME:
+                if pod.node_name:
+                    raise Fallback
+                fails = None
+            elif kind is Kind.TAINTS:
+                fails = self._taint_fails(pod)
+            elif kind is Kind.NODE_AFFINITY:
+                required = state.get(node_affinity.PRE_FILTER_KEY)
+                if required is None:
+                    required = node_affinity.RequiredNodeAffinity(pod)
+                fails = ~self._required_mask(required)
+            elif kind is Kind.FIT:
+                fails, bits = self._fit_fails(state)
+                if fails is not None:
+                    fit_bits = np.where(fails, bits, fit_bits)
+            else:
+                raise Fallback
+            if fails is not None:
+                first_fail[fails] = index
+        # Bits of a later-listed NodeResourcesFit do not matter where an earlier plugin failed.
+        fit_index = [i for i, step in enumerate(steps) if step.kind is Kind.FIT]
+        if fit_index:
+            fit_bits = np.where(first_fail == fit_index[0], fit_bits, 0)
+        else:
+            fit_bits[:] = 0
+        return first_fail, fit_bits
+
+    def _unschedulable_fails(self, pod: Pod) -> BoolArray | None:
+        unschedulable = self.mirror.unschedulable
+        if not unschedulable.any():
+            return None
+        if tolerations_tolerate(pod.tolerations, UNSCHEDULABLE_TAINT):
+            return None
+        return unschedulable.copy()
+
+    def _taint_fails(self, pod: Pod) -> BoolArray | None:
+        table = self._per_taint_set(
+            self._untolerated,
+            pod.tolerations,
+            lambda taints, tolerations: (
+                find_untolerated_taint(
+                    taints, tolerations, taint_toleration.DO_NOT_SCHEDULE_EFFECTS
+                )
+                is not None
+            ),
+            np.bool_,
+        )
+        if not table.any():
+            return None
+        result: BoolArray = table[self.mirror.taint_id]
+        return result
+
+    def _per_taint_set(
+        self,
+        cache: dict[tuple[tuple[str, str, str, str], ...], Any],
+        tolerations: tuple[Toleration, ...],
+        evaluate: Callable[[Any, tuple[Toleration, ...]], Any],
+        dtype: Any,
+    ) -> Any:
+        """``evaluate(taints, tolerations)`` for every known taint set, memoised per toleration
+        list (taint set ids are never reused, so cached entries only need extending)."""
+        taint_sets = self.mirror.taint_sets
+        key = _toleration_signature(tolerations)
+        table = cache.get(key)
+        if table is None or len(table) < len(taint_sets):
+            known = 0 if table is None else len(table)
+            extra = np.array(
+                [evaluate(taints, tolerations) for taints in taint_sets[known:]], dtype=dtype
+            )
+            table = extra if table is None else np.concatenate((table, extra))
+            if len(cache) >= _TOLERATION_CACHE_LIMIT:
+                cache.clear()
+            cache[key] = table
+        return table
+
+    def _fit_fails(self, state: CycleState) -> tuple[BoolArray | None, IntArray]:
+        pre_filter = state.get(node_resources_fit.PRE_FILTER_KEY)
+        if pre_filter is None:
+            raise Fallback
+        request: Resource = pre_filter.request
+        if any(is_scalar_resource_name(name) for name in request.scalar):
+            raise Fallback
+        mirror = self.mirror
+        wanted = (request.milli_cpu, request.memory, request.ephemeral_storage)
+        if not all(-SAFE_LIMIT < value < SAFE_LIMIT for value in wanted):
+            raise Fallback
+        too_many = mirror.pod_count + 1 > mirror.alloc_pods
+        fails = too_many.copy()
+        bits = np.where(too_many, _FIT_TOO_MANY_PODS, 0)
+        unresolvable = np.zeros(mirror.size, dtype=np.bool_)
+        for value, allocatable, used, bit in (
+            (request.milli_cpu, mirror.alloc_cpu, mirror.req_cpu, _FIT_CPU),
+            (request.memory, mirror.alloc_mem, mirror.req_mem, _FIT_MEMORY),
+            (request.ephemeral_storage, mirror.alloc_eph, mirror.req_eph, _FIT_EPHEMERAL),
+        ):
+            if value <= 0:
+                continue
+            short = value > allocatable - used
+            fails |= short
+            bits |= np.where(short, bit, 0)
+            unresolvable |= short & (value > allocatable)
+        bits |= np.where(unresolvable, _FIT_UNRESOLVABLE, 0)
+        if not fails.any():
+            return None, bits
+        return fails, bits
+
+    # Node affinity ------------------------------------------------------------------------------
+
+    def _required_mask(self, required: node_affinity.RequiredNodeAffinity) -> BoolArray:
+        mirror = self.mirror
+        mask = np.ones(mirror.size, dtype=np.bool_)
+        for key, value in required.node_selector.items():
+            column = mirror.labels(key)
+            code = column.code_of(value)
+            if code is None:
+                return np.zeros(mirror.size, dtype=np.bool_)
+            mask &= column.codes == code
+        if required.terms is None:
+            return mask
+        matched = np.zeros(mirror.size, dtype=np.bool_)
+        for term in required.terms:
+            matched |= self._term_mask(term)
+        return mask & matched
+
+    def _term_mask(self, term: NodeSelectorTerm) -> BoolArray:
+        size = self.mirror.size
+        if not term.label_requirements and not term.field_requirements:
+            return np.zeros(size, dtype=np.bool_)
+        mask = np.ones(size, dtype=np.bool_)
+        for requirement in term.label_requirements:
+            mask &= self.requirement_mask(requirement)
+        for requirement in term.field_requirements:
+            mask &= self._field_mask(requirement)
+        return mask
+
+    def requirement_mask(self, requirement: Requirement) -> BoolArray:
+        """Which nodes' labels satisfy ``requirement`` (``Requirement.matches`` per node)."""
+        column = self.mirror.labels(requirement.key)
+        codes = column.codes
+        operator = requirement.operator
+        if operator in (IN, NOT_IN):
+            known = [column.code_of(value) for value in requirement.values]
+            wanted = [code for code in known if code is not None]
+            if not wanted:
+                hit = np.zeros(len(codes), dtype=np.bool_)
+            elif len(wanted) == 1:
+                hit = codes == wanted[0]
+            else:
+                hit = np.isin(codes, wanted)
+            return hit if operator == IN else ~hit
+        if operator == EXISTS:
+            result: BoolArray = codes >= 0
+            return result
+        if operator == DOES_NOT_EXIST:
+            result = codes < 0
+            return result
+        # Gt / Lt: evaluate once per distinct value; the last entry stands for "no such label".
+        key = requirement.key
+        table = [requirement.matches({key: value}) for value in column.values]
+        table.append(requirement.matches({}))
+        lookup: BoolArray = np.array(table, dtype=np.bool_)[codes]
+        return lookup
+
+    def _field_mask(self, requirement: Requirement) -> BoolArray:
+        mirror = self.mirror
+        if requirement.key != NODE_NAME_FIELD or requirement.operator not in (IN, NOT_IN):
+            raise Fallback
+        hit = np.zeros(mirror.size, dtype=np.bool_)
+        for name in requirement.values:
+            index = mirror.position.get(name)
+            if index is not None:
+                hit[index] = True
+        return hit if requirement.operator == IN else ~hit
+
+    # Score -----------------------------------------------------------------------------------
+
+    def score(
+        self,
+        framework: Framework,
+        state: CycleState,
+        pod: Pod,
+        positions: IntArray,
+    ) -> ScoreResult | None:
+        """The weighted scores of ``positions`` after PreScore ran; ``None``: use the per-node
+        path."""
+        steps = self.support(framework).scores
+        if steps is None:
+            return None
+        skip = state.skip_score_plugins
+        plugin_scores: list[tuple[str, IntArray]] = []
+        totals = np.zeros(len(positions), dtype=np.int64)
+        try:
+            for step in steps:
+                if step.name in skip:
+                    continue
+                values = self._plugin_scores(step, state, pod, positions)
+                if len(values) and (values.min() < 0 or values.max() > MAX_NODE_SCORE):
+                    return None
+                weighted = values * step.weight
+                plugin_scores.append((step.name, weighted))
+                totals += weighted
+        except Fallback:
+            return None
+        names = self.mirror.names
+        self.used_score += 1
+        return ScoreResult([names[i] for i in positions.tolist()], plugin_scores, totals)
+
+    def _plugin_scores(
+        self, step: Step, state: CycleState, pod: Pod, positions: IntArray
+    ) -> IntArray:
+        kind = step.kind
+        if kind is Kind.TAINTS:
+            return self._taint_scores(state, positions)
+        if kind is Kind.NODE_AFFINITY:
+            return self._affinity_scores(state, pod, positions)
+        if kind is Kind.FIT:
+            return self._fit_scores(step.plugin, state, pod, positions)
+        if kind is Kind.BALANCED:
+            return self._balanced_scores(step.plugin, state, pod, positions)
+        if kind is Kind.IMAGES:
+            return self._image_scores(step.plugin, pod, positions)
+        raise Fallback
+
+    def _taint_scores(self, state: CycleState, positions: IntArray) -> IntArray:
+        pre_score = state.get(taint_toleration.PRE_SCORE_KEY)
+        if pre_score is None:
+            raise Fallback
+        table = self._per_taint_set(
+            self._prefer_counts,
+            pre_score.tolerations,
+            taint_toleration.count_intolerable_prefer_no_schedule,
+            np.int64,
+        )
+        counts: IntArray = table[self.mirror.taint_id[positions]]
+        highest = int(counts.max()) if len(counts) else 0
+        if highest <= 0:
+            return np.full(len(positions), MAX_NODE_SCORE, dtype=np.int64)
+        return MAX_NODE_SCORE - go_div_array(MAX_NODE_SCORE * counts, highest)
+
+    def _affinity_scores(self, state: CycleState, pod: Pod, positions: IntArray) -> IntArray:
+        pre_score = state.get(node_affinity.PRE_SCORE_KEY)
+        if pre_score is None:
+            raise Fallback
+        preferred: tuple[PreferredSchedulingTerm, ...] = pre_score.preferred
+        raw = np.zeros(len(positions), dtype=np.int64)
+        for term in preferred:
+            raw += np.where(self._term_mask(term.term)[positions], term.weight, 0)
+        highest = max(int(raw.max()) if len(raw) else 0, 0)
+        if highest == 0:
+            return raw
+        return go_div_array(MAX_NODE_SCORE * raw, highest)
+
+    def _resource_columns(self, name: str, use_requested: bool) -> tuple[IntArray, IntArray]:
+        mirror = self.mirror
+        if name == CPU:
+            return mirror.alloc_cpu, (mirror.req_cpu if use_requested else mirror.nz_cpu)
+        return mirror.alloc_mem, (mirror.req_mem if use_requested else mirror.nz_mem)
+
+    def _fit_scores(
+        self, plugin: Any, state: CycleState, pod: Pod, positions: IntArray
+    ) -> IntArray:
+        pre_score = state.get(node_resources_fit.PRE_SCORE_KEY)
+        scorer = plugin.scorer
+        pod_requests: Sequence[int] = (
+            pre_score.pod_requests if pre_score is not None else scorer.pod_request_list(pod)
+        )
+        least = plugin.args.scoring_strategy.type == LEAST_ALLOCATED
+        count = len(positions)
+        total = np.zeros(count, dtype=np.int64)
+        weight_sum = np.zeros(count, dtype=np.int64)
+        for spec, request in zip(scorer.resources, pod_requests, strict=True):
+            if not -SAFE_LIMIT < request < SAFE_LIMIT:
+                raise Fallback
+            allocatable_column, requested_column = self._resource_columns(spec.name, False)
+            allocatable = allocatable_column[positions]
+            requested = requested_column[positions] + request
+            present = allocatable != 0
+            safe = np.where(present, allocatable, 1)
+            if least:
+                value = np.where(
+                    requested > allocatable, 0, (allocatable - requested) * MAX_NODE_SCORE // safe
+                )
+            else:
+                value = np.minimum(requested, allocatable) * MAX_NODE_SCORE // safe
+            total += np.where(present, value * spec.weight, 0)
+            weight_sum += np.where(present, spec.weight, 0)
+        return np.where(weight_sum == 0, 0, total // np.where(weight_sum == 0, 1, weight_sum))
+
+    def _balanced_scores(
+        self, plugin: Any, state: CycleState, pod: Pod, positions: IntArray
+    ) -> IntArray:
+        pre_score = state.get(balanced.PRE_SCORE_KEY)
+        scorer = plugin.scorer
+        if pre_score is not None:
+            pod_requests: Sequence[int] = pre_score.pod_requests
+        else:
+            pod_requests = scorer.pod_request_list(pod)
+            if scorer.is_best_effort(pod_requests):
+                return np.zeros(len(positions), dtype=np.int64)
+        fractions = []
+        for spec, request in zip(scorer.resources, pod_requests, strict=True):
+            if not -SAFE_LIMIT < request < SAFE_LIMIT:
+                raise Fallback
+            allocatable_column, requested_column = self._resource_columns(spec.name, True)
+            allocatable = allocatable_column[positions]
+            requested = requested_column[positions] + request
+            present = allocatable != 0
+            fraction = requested.astype(np.float64) / np.where(present, allocatable, 1).astype(
+                np.float64
+            )
+            fractions.append((present, np.minimum(fraction, 1.0)))
+        count = len(positions)
+        if len(fractions) != 2:
+            if len(fractions) > 2:
+                raise Fallback
+            return np.full(count, MAX_NODE_SCORE, dtype=np.int64)
+        (present_a, first), (present_b, second) = fractions
+        std = np.where(present_a & present_b, np.abs((first - second) / 2), 0.0)
+        result: IntArray = np.trunc((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+        return result
+
+    def _image_scores(self, plugin: Any, pod: Pod, positions: IntArray) -> IntArray:
+        total_num_nodes = plugin._handle.snapshot.num_nodes()
+        images = image_locality.pod_container_images(pod)
+        sums = np.zeros(self.mirror.size, dtype=np.int64)
+        if total_num_nodes > 0 and images:
+            index = self.mirror.image_index()
+            for image in images:
+                groups = index.get(image_locality.normalized_image_name(image))
+                if not groups:
+                    continue
+                for state, members in groups:
+                    sums[members] += image_locality.scaled_image_score(state, total_num_nodes)
+        if not images:
+            return np.zeros(len(positions), dtype=np.int64)
+        picked = sums[positions]
+        if picked.max(initial=0) >= SAFE_LIMIT:
+            raise Fallback
+        max_threshold = image_locality.MAX_CONTAINER_THRESHOLD * len(images)
+        minimum = image_locality.MIN_THRESHOLD
+        clamped = np.where(picked < minimum, minimum, np.minimum(picked, max_threshold))
+        return MAX_NODE_SCORE * (clamped - minimum) // (max_threshold - minimum)
+
+    # Host selection ------------------------------------------------------------------------------
+
+    @staticmethod
+    def select_host(totals: IntArray, rng: random.Random) -> int:
+        """The index the per-node reservoir sampling picks, drawing the same random numbers.
+
+        Only nodes whose total is at least every earlier total take part: a strictly greater
+        one resets the reservoir, an equal one is a tie that draws ``randrange(ties)``.
+        """
+        leaders = np.nonzero(totals >= np.maximum.accumulate(totals))[0].tolist()
+        values = totals[leaders].tolist()
+        best = leaders[0]
+        best_total = values[0]
+        ties = 1
+        for index, value in zip(leaders[1:], values[1:], strict=True):
+            if value > best_total:
+                best = index
+                best_total = value
+                ties = 1
+            else:
+                ties += 1
+                if rng.randrange(ties) == 0:
+                    best = index
+        return int(best)
+
+
+def feasible_infos(mirror: NodeMirror, positions: IntArray) -> list[NodeInfo]:
+    infos = mirror.infos
+    return [infos[index] for index in positions.tolist()]

@@ -1,0 +1,251 @@
+"""Column arrays mirroring a snapshot's node list, kept in step with it incrementally.
+
+Every vectorised filter and score reads these columns instead of walking NodeInfo objects. A
+column holds one value per position of ``snapshot.node_info_list``: allocatable and requested
+amounts, the pod count, the unschedulable flag, an id for the node's set of taints, and (made on
+first use) the interned value of any node label a pod selects on. Images get an inverted index
+(image name -> the nodes listing it), rebuilt only when some node's image list changes.
+
+The snapshot tells what changed: ``layout_version`` moves when the node list is rebuilt, and
+``changed_nodes`` names the nodes replaced in place, so a refresh costs time proportional to the
+change. Values beyond :data:`SAFE_LIMIT` (never seen in real clusters) mark the mirror unsafe and
+the caller falls back to the per-node path, which keeps integer arithmetic exact everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from kopf_scheduler.cache.node_info import ImageState, NodeInfo
+    from kopf_scheduler.cache.snapshot import Snapshot
+    from kopf_scheduler.model.node import Node
+    from kopf_scheduler.model.taints import Taint
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+SAFE_LIMIT = 2**50
+"""Largest magnitude of any mirrored amount: products by 100 and float conversions stay exact."""
+
+NODE_NAME_FIELD = "metadata.name"
+
+_INT_COLUMNS = (
+    "alloc_cpu",
+    "alloc_mem",
+    "alloc_eph",
+    "alloc_pods",
+    "req_cpu",
+    "req_mem",
+    "req_eph",
+    "nz_cpu",
+    "nz_mem",
+    "pod_count",
+    "taint_id",
+)
+
+
+class LabelColumn:
+    """One label key: each node's value as a small integer (-1 when the node lacks the key)."""
+
+    __slots__ = ("codes", "key", "values")
+
+    def __init__(self, key: str, size: int) -> None:
+        self.key = key
+        self.values: dict[str, int] = {}
+        self.codes: IntArray = np.full(size, -1, dtype=np.int64)
+
+    def intern(self, value: str | None) -> int:
+        if value is None:
+            return -1
+        code = self.values.get(value)
+        if code is None:
+            code = self.values[value] = len(self.values)
+        return code
+
+    def code_of(self, value: str) -> int | None:
+        """The code of ``value``, or ``None`` when no node has ever carried it."""
+        return self.values.get(value)
+
+
+class NodeMirror:
+    """Per-position columns of one snapshot's node list."""
+
+    def __init__(self) -> None:
+        self.snapshot: Snapshot | None = None
+        self.layout_version = -1
+        self.size = 0
+        self.infos: list[NodeInfo] = []
+        self.names: list[str] = []
+        self.position: dict[str, int] = {}
+        self._nodes: list[Node | None] = []
+        self._image_states: list[Mapping[str, ImageState] | None] = []
+        self._unsafe: set[int] = set()
+        self.alloc_cpu: IntArray = np.zeros(0, dtype=np.int64)
+        self.alloc_mem: IntArray = np.zeros(0, dtype=np.int64)
+        self.alloc_eph: IntArray = np.zeros(0, dtype=np.int64)
+        self.alloc_pods: IntArray = np.zeros(0, dtype=np.int64)
+        self.req_cpu: IntArray = np.zeros(0, dtype=np.int64)
+        self.req_mem: IntArray = np.zeros(0, dtype=np.int64)
+        self.req_eph: IntArray = np.zeros(0, dtype=np.int64)
+        self.nz_cpu: IntArray = np.zeros(0, dtype=np.int64)
+        self.nz_mem: IntArray = np.zeros(0, dtype=np.int64)
+        self.pod_count: IntArray = np.zeros(0, dtype=np.int64)
+        self.taint_id: IntArray = np.zeros(0, dtype=np.int64)
+        self.unschedulable: BoolArray = np.zeros(0, dtype=np.bool_)
+        self.taint_sets: list[tuple[Taint, ...]] = []
+        """Distinct taint lists by id; ids are never reused, so per-id results stay valid."""
+        self._taint_ids: dict[tuple[tuple[str, str, str], ...], int] = {}
+        self._labels: dict[str, LabelColumn] = {}
+        self._image_index: dict[str, list[tuple[ImageState, IntArray]]] | None = None
+
+    # Refreshing --------------------------------------------------------------------------------
+
+    @property
+    def safe(self) -> bool:
+        """Whether every mirrored amount is small enough for exact vectorised arithmetic."""
+        return not self._unsafe
+
+    def sync(self, snapshot: Snapshot) -> None:
+        """Bring the columns up to date with ``snapshot``."""
+        infos = snapshot.node_info_list
+        if (
+            snapshot is not self.snapshot
+            or snapshot.layout_version != self.layout_version
+            or len(infos) != self.size
+        ):
+            self._rebuild(snapshot)
+            return
+        changed = snapshot.changed_nodes
+        if not changed:
+            return
+        position = self.position
+        for name in changed:
+            index = position.get(name)
+            if index is None or infos[index].name != name:
+                self._rebuild(snapshot)
+                return
+            self._set_row(index, infos[index])
+        changed.clear()
+
+    def _rebuild(self, snapshot: Snapshot) -> None:
+        infos = snapshot.node_info_list
+        size = len(infos)
+        self.snapshot = snapshot
+        self.layout_version = snapshot.layout_version
+        self.size = size
+        self.infos = list(infos)
+        self.names = [info.name for info in infos]
+        self.position = {name: index for index, name in enumerate(self.names)}
+        self._nodes = [None] * size
+        self._image_states = [None] * size
+        self._unsafe = set()
+        for column in _INT_COLUMNS:
+            setattr(self, column, np.zeros(size, dtype=np.int64))
+        self.unschedulable = np.zeros(size, dtype=np.bool_)
+        for key in self._labels:
+            self._labels[key] = LabelColumn(key, size)
+        self._image_index = None
+        for index, info in enumerate(infos):
+            self._set_row(index, info)
+        snapshot.changed_nodes.clear()
+
+    def _set_row(self, index: int, info: NodeInfo) -> None:
+        self.infos[index] = info
+        allocatable = info.allocatable
+        requested = info.requested
+        non_zero = info.non_zero_requested
+        values = (
+            allocatable.milli_cpu,
+            allocatable.memory,
+            allocatable.ephemeral_storage,
+            allocatable.allowed_pod_number,
+            requested.milli_cpu,
+            requested.memory,
+            requested.ephemeral_storage,
+            non_zero.milli_cpu,
+            non_zero.memory,
+        )
+        if all(-SAFE_LIMIT < value < SAFE_LIMIT for value in values):
+            self._unsafe.discard(index)
+        else:
+            self._unsafe.add(index)
+            values = (0, 0, 0, 0, 0, 0, 0, 0, 0)
+        (
+            self.alloc_cpu[index],
+            self.alloc_mem[index],
+            self.alloc_eph[index],
+            self.alloc_pods[index],
+            self.req_cpu[index],
+            self.req_mem[index],
+            self.req_eph[index],
+            self.nz_cpu[index],
+            self.nz_mem[index],
+        ) = values
+        self.pod_count[index] = len(info.pods)
+        node = info.node
+        if node is not self._nodes[index]:
+            self._nodes[index] = node
+            self._set_static(index, node)
+        if info.image_states is not self._image_states[index]:
+            self._image_states[index] = info.image_states
+            self._image_index = None
+
+    def _set_static(self, index: int, node: Node | None) -> None:
+        if node is None:
+            self.unschedulable[index] = False
+            self.taint_id[index] = self._taint_set_id(())
+            labels: Mapping[str, str] = {}
+        else:
+            self.unschedulable[index] = node.unschedulable
+            self.taint_id[index] = self._taint_set_id(node.taints)
+            labels = node.labels
+        for key, column in self._labels.items():
+            column.codes[index] = column.intern(labels.get(key))
+
+    def _taint_set_id(self, taints: tuple[Taint, ...]) -> int:
+        signature = tuple((t.key, t.value, t.effect) for t in taints)
+        taint_id = self._taint_ids.get(signature)
+        if taint_id is None:
+            taint_id = self._taint_ids[signature] = len(self.taint_sets)
+            self.taint_sets.append(taints)
+        return taint_id
+
+    # Lookups ---------------------------------------------------------------------------------
+
+    def labels(self, key: str) -> LabelColumn:
+        """The column of label ``key``, made from every node's labels on first use."""
+        column = self._labels.get(key)
+        if column is None:
+            column = self._labels[key] = LabelColumn(key, self.size)
+            codes = column.codes
+            for index, node in enumerate(self._nodes):
+                if node is not None:
+                    codes[index] = column.intern(node.labels.get(key))
+        return column
+
+    def image_index(self) -> dict[str, list[tuple[ImageState, IntArray]]]:
+        """Image name -> groups of node positions that share one ImageState for it."""
+        if self._image_index is None:
+            groups: dict[str, dict[int, tuple[ImageState, list[int]]]] = {}
+            for index, states in enumerate(self._image_states):
+                if not states:
+                    continue
+                for name, state in states.items():
+                    by_state = groups.setdefault(name, {})
+                    entry = by_state.get(id(state))
+                    if entry is None:
+                        by_state[id(state)] = (state, [index])
+                    else:
+                        entry[1].append(index)
+            self._image_index = {
+                name: [
+                    (state, np.array(positions, dtype=np.int64)) for state, positions in by.values()
+                ]
+                for name, by in groups.items()
+            }
+        return self._image_index

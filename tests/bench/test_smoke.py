@@ -1,0 +1,240 @@
+"""Keep the benchmark harness working: tiny scenarios through the real code paths.
+
+Nothing here is timed. The in-process runs check that the result carries every figure the
+reports read and that every measured pod was bound; the pure helpers (throughput sampling,
+percentiles, histogram quantiles, audit counting, the docs table) are checked on known inputs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bench.e2e import audit_counts, ratios
+from bench.inprocess import run_inprocess
+from bench.scenarios import Arrivals, Group, Scenario, check
+
+from bench import promtext, report, stats
+
+INPROCESS_KEYS = {
+    "mode",
+    "scenario",
+    "measured_pods",
+    "bound_measured",
+    "all_measured_bound",
+    "throughput",
+    "attempt_ms",
+    "attempt_all_ms",
+    "preemption_ms",
+    "preemption_any_ms",
+    "preemption_outcomes",
+    "unschedulable_attempt_ms",
+    "create_to_bound_ms",
+    "preemptor_create_to_bound_ms",
+    "victims_per_preemptor",
+    "victims_total",
+    "head_of_line_gaps_ms",
+    "arrivals",
+    "queue",
+    "cycles",
+    "measured_seconds",
+    "cpu_seconds",
+    "cpu_seconds_total",
+    "rss_before_mb",
+    "peak_rss_mb",
+    "checks",
+}
+
+TINY = {
+    "basic": Scenario(
+        "S1", "SchedulingBasic", 20, (Group("default", 20),), (Group("default", 50),)
+    ),
+    "preemption": Scenario(
+        "S4",
+        "PreemptionBasic/5Nodes",
+        5,
+        (Group("low", 20),),
+        (Group("high", 5),),
+        checks=("victims",),
+    ),
+    "arrivals": Scenario(
+        "S6",
+        "Unschedulable/5Nodes",
+        5,
+        (Group("default", 5),),
+        (Group("default", 10),),
+        arrivals=Arrivals("large", 5.0),
+    ),
+    "anti-affinity": Scenario(
+        "S3b", "PodAntiAffinity", 30, (Group("anti", 5),), (Group("anti", 20),), checks=("anti",)
+    ),
+    "spreading": Scenario(
+        "S3a",
+        "TopologySpreading",
+        30,
+        (Group("default", 30),),
+        (Group("spread", 40),),
+        checks=("spread",),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(TINY), ids=list(TINY))
+def test_inprocess_result_has_every_figure_and_binds_all(name: str) -> None:
+    result = run_inprocess(TINY[name], configure_logs=False)
+    assert set(result) >= INPROCESS_KEYS
+    assert result["measured_pods"] == TINY[name].measured_count
+    assert result["all_measured_bound"], result["bound_measured"]
+    assert result["checks"]["ok"], result["checks"]
+    assert result["attempt_ms"]["count"] >= TINY[name].measured_count
+    json.dumps(result)  # the raw results file must be able to hold it
+
+
+def test_preemption_run_reports_three_victims_per_preemptor() -> None:
+    result = run_inprocess(TINY["preemption"], configure_logs=False)
+    assert result["victims_per_preemptor"] == {"3": 5}
+    assert result["preemption_ms"]["count"] == 5
+    assert result["checks"]["victims"]["ok"]
+
+
+@pytest.mark.parametrize(
+    ("times", "start", "rates"),
+    [
+        pytest.param([0.1, 0.2, 1.5, 2.2, 2.9, 3.7], 0.0, [2.0, 1.0, 2.0, 1 / 0.7], id="tail-kept"),
+        pytest.param([0.1, 0.2, 1.5, 2.1], 0.0, [2.0, 1.0], id="short-tail-dropped"),
+        pytest.param([0.05, 0.1], 0.0, [20.0], id="only-a-partial-sample"),
+        pytest.param([], 0.0, [], id="nothing-bound"),
+        pytest.param([4.5, 5.5], 4.0, [1.0, 1 / 0.5], id="offset-start"),
+    ],
+)
+def test_per_second_rates(times: list[float], start: float, rates: list[float]) -> None:
+    assert stats.per_second_rates(times, start) == pytest.approx(rates)
+
+
+def test_throughput_skips_the_first_sample() -> None:
+    # 10 pods in the first second, then 4 per second for 3 seconds.
+    times = [i * 0.09 for i in range(10)] + [1 + i * 0.25 for i in range(12)]
+    result = stats.throughput(times, 0.0)
+    assert result["samples"] == 3
+    assert result["average"] == pytest.approx(4.0, abs=0.5)
+
+
+@pytest.mark.parametrize(
+    ("values", "p", "expected"),
+    [
+        pytest.param([5, 1, 3, 2, 4], 50, 3, id="median-nearest-rank"),
+        pytest.param(list(range(1, 101)), 99, 99, id="p99-of-100"),
+        pytest.param([7], 99, 7, id="single"),
+        pytest.param([], 50, None, id="empty"),
+    ],
+)
+def test_percentile_nearest_rank(values: list[float], p: float, expected: float | None) -> None:
+    assert stats.percentile(values, p) == expected
+
+
+METRICS = """\
+# TYPE scheduler_scheduling_attempt_duration_seconds histogram
+scheduler_scheduling_attempt_duration_seconds_bucket{profile="p",result="scheduled",le="0.001"} 0
+scheduler_scheduling_attempt_duration_seconds_bucket{profile="p",result="scheduled",le="0.002"} 50
+scheduler_scheduling_attempt_duration_seconds_bucket{profile="p",result="scheduled",le="0.004"} 100
+scheduler_scheduling_attempt_duration_seconds_bucket{profile="p",result="scheduled",le="+Inf"} 100
+scheduler_scheduling_attempt_duration_seconds_sum{profile="p",result="scheduled"} 0.2
+scheduler_scheduling_attempt_duration_seconds_count{profile="p",result="scheduled"} 100
+scheduler_schedule_attempts_total{profile="p",result="scheduled"} 100
+scheduler_schedule_attempts_total{profile="p",result="unschedulable"} 3
+"""
+
+
+def test_histogram_quantiles_interpolate_inside_buckets() -> None:
+    samples = promtext.parse(METRICS)
+    hist = promtext.histogram(
+        samples, "scheduler_scheduling_attempt_duration_seconds", result="scheduled"
+    )
+    assert hist["count"] == 100
+    assert hist["p50"] == pytest.approx(0.002)
+    assert hist["p99"] == pytest.approx(0.002 + 0.002 * 49 / 50)
+    totals = promtext.by_label(samples, "scheduler_schedule_attempts_total", "result")
+    assert totals == {"scheduled": 100.0, "unschedulable": 3.0}
+
+
+def _audit_line(user: str, verb: str, resource: str, subresource: str = "") -> str:
+    ref: dict[str, Any] = {"resource": resource}
+    if subresource:
+        ref["subresource"] = subresource
+    return json.dumps(
+        {
+            "user": {"username": user},
+            "verb": verb,
+            "objectRef": ref,
+            "responseStatus": {"code": 201},
+        }
+    )
+
+
+def test_audit_counts_only_the_given_user_after_the_offset(tmp_path: Path) -> None:
+    log = tmp_path / "audit.log"
+    before = _audit_line("bench-kopf-scheduler", "create", "pods", "binding") + "\n"
+    after = [
+        _audit_line("bench-kopf-scheduler", "create", "pods", "binding"),
+        _audit_line("bench-kopf-scheduler", "create", "events"),
+        _audit_line("bench-kube-scheduler", "create", "pods", "binding"),
+        _audit_line("bench-kopf-scheduler", "patch", "pods", "status"),
+    ]
+    log.write_text(before + "\n".join(after) + "\n")
+    counts = audit_counts(log, len(before), "bench-kopf-scheduler")
+    assert counts["total"] == 3
+    assert counts["by_verb"] == {"create": 2, "patch": 1}
+    assert counts["by_verb_resource"]["create pods/binding"] == 1
+
+
+def test_ratios_are_ours_over_upstream() -> None:
+    ours = {"throughput": {"average": 50.0, "p50": 40.0}, "cpu_seconds": 3.0}
+    upstream = {"throughput": {"average": 100.0, "p50": 0.0}, "cpu_seconds": 1.5}
+    result = ratios(ours, upstream)
+    assert result["throughput_average"] == 0.5
+    assert result["throughput_p50"] is None
+    assert result["cpu_seconds"] == 2.0
+
+
+def test_checks_flag_shared_anti_affinity_nodes_and_large_skew() -> None:
+    scenario = Scenario("S3", "x", 3, (), (Group("anti", 1),), checks=("anti", "spread"))
+
+    def pod(color: str, node: str) -> dict[str, Any]:
+        return {"metadata": {"labels": {"color": color}}, "spec": {"nodeName": node}}
+
+    pods = [pod("green", "n1"), pod("green", "n1")] + [pod("blue", "n2")] * 6
+    result = check(scenario, pods, {"n1": "a", "n2": "b", "n3": "c"})
+    assert result["anti"] == {"nodes_with_two_or_more": 1, "ok": False}
+    assert result["spread"]["skew"] == 6
+    assert result["ok"] is False
+
+
+def test_render_produces_the_tables() -> None:
+    result = run_inprocess(TINY["basic"], configure_logs=False)
+    results = {
+        "date": "2026-01-01 00:00 UTC",
+        "profile": "smoke",
+        "command": "python -m bench smoke",
+        "machine": {
+            "nproc": 2,
+            "cpu_model": "cpu",
+            "ram_gib": 1.0,
+            "kernel": "k",
+            "loadavg": [0.0, 0.0, 0.0],
+        },
+        "versions": {
+            "python": "3",
+            "kopf_scheduler_commit": "abc",
+            "kubernetes": "v1.34.10",
+            "etcd": "v3",
+            "kwok": "v0",
+            "numpy": "2",
+        },
+        "inprocess": [result],
+        "e2e": [],
+    }
+    text = report.render(results)
+    assert text.startswith("## 2026-01-01 00:00 UTC — profile `smoke`")
+    assert "| S1 | 20 nodes, init 20 default, measured 50 default |" in text
