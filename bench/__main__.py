@@ -148,7 +148,7 @@ def _notes(results: dict[str, Any]) -> list[str]:
     top = results["machine"].get("top_processes") or []
     if top:
         notes.append(
-            "Busiest processes at start (%CPU RSS-KiB command): " + "; ".join(top[:6]) + "."
+            "Busiest processes over 2 s at the start (% of one CPU): " + "; ".join(top[:6]) + "."
         )
     return notes
 

@@ -326,10 +326,14 @@ async def delete_leftovers(client: Client) -> list[str]:
     names = [
         n["metadata"]["name"] for n in namespaces if n["metadata"]["name"].startswith("bench-")
     ]
+    left = []
     for name in names:
-        say(f"deleting the pods of {name}, left by an earlier run")
+        page = await client.request("GET", f"/api/v1/namespaces/{name}/pods", params={"limit": "1"})
+        if page.get("items"):
+            say(f"deleting the pods of {name}, left by an interrupted run")
+            left.append(name)
         await delete_namespace(client, name)
-    return names
+    return left
 
 
 # -- the watcher ----------------------------------------------------------------------------

@@ -6,12 +6,15 @@ the runs in ``docs/benchmarks.md`` (newest first; earlier sections are kept as t
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import hashlib
 import json
 import os
 import platform
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -53,19 +56,54 @@ def _git(*args: str) -> str:
         return ""
 
 
-def top_processes(count: int = 8) -> list[str]:
-    """The busiest processes right now (``ps`` by CPU share), to document contention."""
+def _operator_changes() -> str:
+    """A short digest of the uncommitted changes under operator/ ('' when there are none)."""
+    status = _git("status", "--porcelain", "--untracked-files=all", "--", "operator")
+    if not status:
+        return ""
+    digest = hashlib.sha256(_git("diff", "HEAD", "--", "operator").encode())
+    for line in sorted(status.splitlines()):
+        if line.startswith("??"):
+            path = REPO / line[3:].strip()
+            with contextlib.suppress(OSError):
+                digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def _cpu_ticks() -> dict[int, int]:
+    ticks = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        ticks[int(entry.name)] = int(fields[11]) + int(fields[12])
+    return ticks
+
+
+def _cmdline(pid: int) -> str:
     try:
-        out = subprocess.run(
-            ["ps", "-eo", "pcpu,rss,comm", "--sort=-pcpu"],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=10,
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
-    return [" ".join(line.split()) for line in out.splitlines()[1 : count + 1]]
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return "?"
+    return raw.replace(b"\0", b" ").decode(errors="replace").strip()
+
+
+def top_processes(count: int = 6, window: float = 2.0) -> list[str]:
+    """The busiest processes over the next ``window`` seconds (% of one CPU), for contention."""
+    before = _cpu_ticks()
+    time.sleep(window)
+    after = _cpu_ticks()
+    hz = os.sysconf("SC_CLK_TCK")
+    busy = sorted(
+        ((after[pid] - before.get(pid, after[pid])) / hz / window * 100, pid) for pid in after
+    )
+    return [
+        f"{share:.0f}% {_cmdline(pid)[:80]}" for share, pid in reversed(busy[-count:]) if share >= 1
+    ]
 
 
 def machine() -> dict[str, Any]:
@@ -83,7 +121,7 @@ def versions() -> dict[str, Any]:
     from e2e.localcluster import versions as v
 
     commit = _git("rev-parse", "--short=12", "HEAD")
-    dirty = bool(_git("status", "--porcelain", "--", "operator"))
+    changes = _operator_changes()
     try:
         import numpy
 
@@ -93,7 +131,8 @@ def versions() -> dict[str, Any]:
     return {
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),
-        "kopf_scheduler_commit": commit + ("+uncommitted operator/ changes" if dirty else ""),
+        "kopf_scheduler_commit": commit
+        + (f" + uncommitted operator/ changes (digest {changes})" if changes else ""),
         "kubernetes": v.KUBERNETES_VERSION,
         "etcd": v.ETCD_VERSION,
         "kwok": v.KWOK_VERSION,

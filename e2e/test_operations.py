@@ -41,6 +41,9 @@ def test_leader_failover_binds_every_pod_exactly_once(env: TestEnv, schedulers: 
     for name in before:
         assert env.wait_bound(name) == node
 
+    # Created right before the kill: the leader may be half-way through binding them.
+    racing = _pods("racing", 4)
+    env.create(*(env.pod(name) for name in racing))
     killed_at = time.monotonic()
     old = schedulers.kill_leader()
     during = _pods("during", 4)
@@ -49,10 +52,11 @@ def test_leader_failover_binds_every_pod_exactly_once(env: TestEnv, schedulers: 
     took_over_after = time.monotonic() - killed_at
     assert new != old
     assert took_over_after < FAILOVER_LIMIT, f"fail-over took {took_over_after:.1f}s"
+    print(f"fail-over from {old} to {new} took {took_over_after:.1f}s")
 
     after = _pods("after", 4)
     env.create(*(env.pod(name) for name in after))
-    everyone = before + during + after
+    everyone = before + racing + during + after
     for name in everyone:
         assert env.wait_bound(name, timeout=30) == node
 

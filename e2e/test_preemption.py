@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from e2e.support import SCHEDULER_NAME
+from e2e.support import SCHEDULER_NAME, objects
 from e2e.support.env import TestEnv
 from e2e.support.kubectl import (
     Kubectl,
@@ -138,14 +138,7 @@ def test_preemption_avoids_pdb_protected_victims(
             timeout=30,
             what="Ready",
         )
-    env.create(
-        {
-            "apiVersion": "policy/v1",
-            "kind": "PodDisruptionBudget",
-            "metadata": {"name": "guarded", "namespace": env.namespace},
-            "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "guarded"}}},
-        }
-    )
+    env.create(objects.pdb("guarded", env.namespace, 2, {"app": "guarded"}))
 
     def observed() -> dict[str, Any] | None:
         pdb = kube.get("pdb", "guarded", env.namespace)

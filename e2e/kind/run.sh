@@ -14,6 +14,7 @@
 #   ARTIFACTS_DIR      kubeconfig and, on failure, diagnostics and `kind export logs`
 #                      (default: $TMPDIR/kopf-scheduler-kind-e2e)
 #   PYTHON             interpreter for pytest (default: .venv/bin/python, else python3)
+#   KWOK_VERSION       kwok release installed in the cluster for the fake nodes (default v0.7.0)
 #   KUBECTL, KIND, DOCKER   the tools (default: from PATH)
 # Arguments are passed on to pytest, e.g. `e2e/kind/run.sh -k preemption -x`.
 set -euo pipefail
@@ -83,6 +84,14 @@ else
     "$KIND" create cluster "${create_args[@]}" --kubeconfig "$KUBECONFIG"
 fi
 "$KUBECTL" wait --for=condition=Ready nodes --all --timeout=180s
+
+KWOK_VERSION="${KWOK_VERSION:-v0.7.0}"
+log "installing kwok $KWOK_VERSION in the cluster, with the local control plane's stages"
+# The e2e suite creates fake nodes (annotation kwok.x-k8s.io/node=fake); kwok plays their kubelet.
+# The stages are the ones the local control plane uses, so pod deletion honours grace periods.
+"$KUBECTL" apply -f "https://github.com/kubernetes-sigs/kwok/releases/download/${KWOK_VERSION}/kwok.yaml"
+"$KUBECTL" -n kube-system rollout status deployment/kwok-controller --timeout=180s
+"$KUBECTL" apply -f "$ROOT/e2e/localcluster/stages.yaml"
 
 log "building $IMAGE"
 "$DOCKER" build \

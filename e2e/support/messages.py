@@ -18,8 +18,6 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .kubectl import condition
-
 UNSCHEDULABLE = "node(s) were unschedulable"
 UNTOLERATED_TAINT = "node(s) had untolerated taint(s)"
 NODE_SELECTOR = "node(s) didn't match Pod's node affinity/selector"
@@ -92,7 +90,3 @@ def expected_unresolvable_message(
         f"0/{total} nodes are available: {histogram(r for r in reasons if r)}. "
         f"preemption: 0/{total} nodes are available: {total} {NOT_HELPFUL}."
     )
-
-
-def has_no_condition(pod: Mapping[str, Any]) -> bool:
-    return condition(pod, "PodScheduled") is None

@@ -31,6 +31,7 @@ from kopf_scheduler.ports import (
 from kopf_scheduler.queue.scheduling_queue import SchedulingQueue
 from kopf_scheduler.scheduler.algorithm import Algorithm
 from kopf_scheduler.scheduler.explain import AttemptRecord
+from kopf_scheduler.scheduler.fast_path.victims import VictimSearch
 from kopf_scheduler.scheduler.loop import Scheduler
 
 
@@ -123,6 +124,11 @@ def build_scheduler(
         on_attempt=on_attempt,
     )
     scheduler.nominations.enabled = config.extensions.nomination_hygiene
+    fast_path = scheduler.algorithm.fast_path
+    if fast_path is not None:
+        accelerator = VictimSearch(fast_path)
+        for framework in frameworks.values():
+            framework.dry_run_accelerator = accelerator
     scheduler_ref.append(scheduler)
     for handle in handles.values():
         handle.nominator = queue.nominator

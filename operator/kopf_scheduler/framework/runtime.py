@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from kopf_scheduler.cache.node_info import NodeInfo
 from kopf_scheduler.framework.cycle_state import CycleState
@@ -77,6 +77,25 @@ class ProfilePlugins:
     all: list[Plugin] = field(default_factory=list)
 
 
+class DryRunAccelerator(Protocol):
+    """Speeds up preemption dry runs for the attempts it can serve with identical results.
+
+    ``victim_finder`` returns, for one preemption attempt, a function taking a snapshot
+    NodeInfo and returning that node's victim selection (without modifying anything), or
+    ``None`` for a node it cannot decide exactly; the whole result is ``None`` when the attempt
+    is not served at all. The preemption package defines what a selection is.
+    """
+
+    def victim_finder(
+        self,
+        framework: Framework,
+        state: CycleState,
+        preemptor: Pod,
+        pdbs: Sequence[Any],
+        now: float,
+    ) -> Callable[[NodeInfo], Any] | None: ...
+
+
 class _WaitingPod:
     def __init__(self, pod: Pod, pending: dict[str, float]) -> None:
         self.pod = pod
@@ -108,6 +127,8 @@ class Framework:
         self.handle = handle
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self._waiting: dict[str, _WaitingPod] = {}
+        self.dry_run_accelerator: DryRunAccelerator | None = None
+        """Set by the scheduler when the vectorised fast path is on."""
         handle.framework = self
 
     # Queueing --------------------------------------------------------------------------------

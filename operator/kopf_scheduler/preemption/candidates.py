@@ -29,6 +29,11 @@ Choosing
     ``priority + 2**31``; fewest victims; latest start time of the highest-priority victims.
     Any tie left is broken by dry-run order (the first candidate wins), which is as random as
     the offset; upstream takes the first node of a Go map iteration.
+
+Acceleration
+    When the framework carries a dry-run accelerator (the scheduler's vectorised fast path),
+    nodes it can decide exactly are decided without cloning; every other node goes through
+    :func:`~kopf_scheduler.preemption.victims.select_victims_on_node` as usual.
 """
 
 from __future__ import annotations
@@ -56,7 +61,12 @@ from kopf_scheduler.preemption.record import (
     CandidateCriteria,
     CandidateRecord,
 )
-from kopf_scheduler.preemption.victims import IsEligiblePod, pod_start_time, select_victims_on_node
+from kopf_scheduler.preemption.victims import (
+    IsEligiblePod,
+    VictimSelection,
+    pod_start_time,
+    select_victims_on_node,
+)
 
 PRIORITY_OFFSET = 2**31
 """Added to every victim priority in the sum criterion (upstream: ``math.MaxInt32 + 1``)."""
@@ -146,19 +156,25 @@ def dry_run_preemption(
     errors: list[Status] = []
     evaluated: list[str] = []
     count = len(nodes)
+    finder: Callable[[NodeInfo], VictimSelection | None] | None = None
+    accelerator = framework.dry_run_accelerator
+    if accelerator is not None and is_eligible_pod is None:
+        finder = accelerator.victim_finder(framework, state, preemptor, pdbs, now)
     for step in range(count):
         node_info = nodes[(offset + step) % count]
         name = node_info.name
         evaluated.append(name)
-        selection = select_victims_on_node(
-            framework,
-            state.clone(),
-            preemptor,
-            node_info.clone(),
-            pdbs,
-            now=now,
-            is_eligible_pod=is_eligible_pod,
-        )
+        selection = finder(node_info) if finder is not None else None
+        if selection is None:
+            selection = select_victims_on_node(
+                framework,
+                state.clone(),
+                preemptor,
+                node_info.clone(),
+                pdbs,
+                now=now,
+                is_eligible_pod=is_eligible_pod,
+            )
         status = selection.status
         if status.is_success() and selection.victims:
             candidate = Candidate(name, tuple(selection.victims), selection.num_violating)

@@ -242,8 +242,15 @@ class Operator:
         failed = [t for t in done if t is not stop_waiter and not t.cancelled() and t.exception()]
         for task in failed:
             logger.error("component_failed", component=task.get_name(), exc_info=task.exception())
+        # Like kube-scheduler, a replica that loses its Lease while running exits with an error,
+        # so that it restarts with fresh state instead of carrying assumptions of its old term.
+        lost_lease = not self.stop.is_set() and any(
+            t.get_name() == "leader-election" for t in done if t not in failed
+        )
+        if lost_lease:
+            logger.error("leader_election_lost", lease=self.config.leader_election.resource_name)
         await self.shutdown(tasks, kopf_stop)
-        return 1 if failed else 0
+        return 1 if failed or lost_lease else 0
 
     async def _claim_signals(self, kopf_ready: asyncio.Event) -> None:
         """Route SIGTERM and SIGINT to :attr:`stop` once kopf has started.

@@ -63,6 +63,7 @@ from kopf_scheduler.scheduler.fast_path.mirror import (
     NodeMirror,
 )
 from kopf_scheduler.scheduler.fast_path.profile import Kind, ProfileSupport, Step, analyse
+from kopf_scheduler.scheduler.fast_path.rng import randrange_many
 
 _FIT_TOO_MANY_PODS = 1
 _FIT_CPU = 2
@@ -168,13 +169,19 @@ class FastPath:
         if not mirror.safe or mirror.size == 0:
             return None
         try:
-            first_fail, fit_bits = self._first_failures(steps, state, pod)
-            special = self._nominated_positions(framework, pod)
+            failures = self.step_failures(steps, state, pod)
+            special = self.nominated_positions(framework)
         except Fallback:
             return None
         size = mirror.size
+        if failures:
+            rejects = failures[0][1].copy() if len(failures) == 1 else failures[0][1] | failures[1][1]
+            for _, fails in failures[2:]:
+                rejects |= fails
+            feasible_mask = ~rejects
+        else:
+            feasible_mask = np.ones(size, dtype=np.bool_)
         special_status: dict[int, Status] = {}
-        feasible_mask = first_fail < 0
         for index in special:
             status = framework.run_filter_plugins_with_nominated_pods(
                 state, pod, mirror.infos[index]
@@ -188,32 +195,52 @@ class FastPath:
                 return None
 
         start = start_index % size
-        rotated = np.roll(feasible_mask, -start) if start else feasible_mask
+        rotated = np.concatenate((feasible_mask[start:], feasible_mask[:start]))
         counts = np.cumsum(rotated)
-        total = int(counts[-1])
-        window = int(np.searchsorted(counts, to_find)) + 1 if total >= to_find else size
+        window = int(np.searchsorted(counts, to_find)) + 1 if counts[-1] >= to_find else size
         order = np.arange(start, start + window, dtype=np.int64)
         if start + window > size:
             order %= size
         in_window = rotated[:window]
         feasible = order[in_window]
         rejected = order[~in_window]
-        if len(rejected):
-            signature = first_fail * _SIGNATURE_STRIDE + fit_bits
-            if not self._record_rejections(
-                framework,
-                state,
-                pod,
-                steps,
-                rejected,
-                signature[rejected],
-                special_status,
-                statuses,
-                add_status,
-            ):
-                return None
+        if len(rejected) and not self._record_rejections(
+            framework,
+            state,
+            pod,
+            steps,
+            rejected,
+            self._signatures(steps, failures, state, rejected),
+            special_status,
+            statuses,
+            add_status,
+        ):
+            return None
         self.used_filter += 1
         return FilterResult(feasible, window)
+
+    def _signatures(
+        self,
+        steps: tuple[Step, ...],
+        failures: list[tuple[int, BoolArray]],
+        state: CycleState,
+        positions: IntArray,
+    ) -> IntArray:
+        """What rejects each node at ``positions``: the first failing Filter's index times
+        the stride, plus (when that is NodeResourcesFit) which resources fall short. -1 when no
+        modelled Filter rejects the node (its status then comes from the real plugins)."""
+        first = np.full(len(positions), -1, dtype=np.int64)
+        for index, fails in reversed(failures):
+            first[fails[positions]] = index
+        signature = np.where(first >= 0, first * _SIGNATURE_STRIDE, -1)
+        for index, step in enumerate(steps):
+            if step.kind is Kind.FIT:
+                chosen = first == index
+                if chosen.any():
+                    bits = self._fit_bits(state, positions[chosen])
+                    signature[chosen] += bits
+                break
+        return signature
 
     def _record_rejections(
         self,
@@ -227,6 +254,11 @@ class FastPath:
         statuses: NodeToStatus,
         add_status: Callable[[Status], None],
     ) -> bool:
+        """Give every rejected node of the window its status, in examination order.
+
+        One node per signature runs the real plugins and its status is shared by the group;
+        ``False`` (use the per-node path) if that status is not the predicted rejection.
+        """
         mirror = self.mirror
         positions = rejected.tolist()
         codes = signatures.tolist()
@@ -237,8 +269,9 @@ class FastPath:
             status = framework.run_filter_plugins_with_nominated_pods(
                 state, pod, mirror.infos[index]
             )
-            expected = steps[code // _SIGNATURE_STRIDE].name if code >= 0 else ""
-            if not status.is_rejected() or status.plugin != expected:
+            if code < 0 or not status.is_rejected():
+                return False
+            if status.plugin != steps[code // _SIGNATURE_STRIDE].name:
                 return False
             by_signature[code] = status
         names = mirror.names
@@ -251,7 +284,7 @@ class FastPath:
                 add_status(status)
         return True
 
-    def _nominated_positions(self, framework: Framework, pod: Pod) -> list[int]:
+    def nominated_positions(self, framework: Framework) -> list[int]:
         """Positions of nodes with nominated pods (evaluated by the real plugins)."""
         nominator = framework.handle.nominator
         nominations = getattr(nominator, "nominations", None)
@@ -265,23 +298,19 @@ class FastPath:
             if nominator.nominated_pods_for_node(name)
         ]
 
-    def _first_failures(
-        self, steps: tuple[Step, ...], state: CycleState, pod: Pod
-    ) -> tuple[IntArray, IntArray]:
-        """Per node: the index of the first rejecting Filter (-1: none) and the fit bits."""
-        mirror = self.mirror
-        size = mirror.size
-        first_fail = np.full(size, -1, dtype=np.int64)
-        fit_bits = np.zeros(size, dtype=np.int64)
+    def step_failures(
+        self, steps: tuple[Step, ...], state: CycleState, pod: Pod, *, include_fit: bool = True
+    ) -> list[tuple[int, BoolArray]]:
+        """``(filter index, nodes it rejects)`` for every modelled Filter that rejects any
+        (NodeResourcesFit left out unless ``include_fit``); raises :class:`Fallback` when a
+        Filter that is not skipped cannot be modelled for this pod."""
+        failures: list[tuple[int, BoolArray]] = []
         skip = state.skip_filter_plugins
-        for index in range(len(steps) - 1, -1, -1):
-            step = steps[index]
+        for index, step in enumerate(steps):
             if skip and step.name in skip:
                 continue
             kind = step.kind
             fails: BoolArray | None
-            if kind is Kind.SKIPPED_ONLY:
-                raise Fallback
             if kind is Kind.UNSCHEDULABLE:
                 fails = self._unschedulable_fails(pod)
             elif kind is Kind.NODE_NAME:
@@ -296,20 +325,12 @@ class FastPath:
                     required = node_affinity.RequiredNodeAffinity(pod)
                 fails = ~self._required_mask(required)
             elif kind is Kind.FIT:
-                fails, bits = self._fit_fails(state)
-                if fails is not None:
-                    fit_bits = np.where(fails, bits, fit_bits)
+                fails = self._fit_fails(state) if include_fit else None
             else:
                 raise Fallback
             if fails is not None:
-                first_fail[fails] = index
-        # Bits of a later-listed NodeResourcesFit do not matter where an earlier plugin failed.
-        fit_index = [i for i, step in enumerate(steps) if step.kind is Kind.FIT]
-        if fit_index:
-            fit_bits = np.where(first_fail == fit_index[0], fit_bits, 0)
-        else:
-            fit_bits[:] = 0
-        return first_fail, fit_bits
+                failures.append((index, fails))
+        return failures
 
     def _unschedulable_fails(self, pod: Pod) -> BoolArray | None:
         unschedulable = self.mirror.unschedulable
@@ -359,36 +380,51 @@ class FastPath:
             cache[key] = table
         return table
 
-    def _fit_fails(self, state: CycleState) -> tuple[BoolArray | None, IntArray]:
+    @staticmethod
+    def fit_request(state: CycleState) -> Resource:
+        """The pod's NodeResourcesFit request, if the fast path can model it."""
         pre_filter = state.get(node_resources_fit.PRE_FILTER_KEY)
         if pre_filter is None:
             raise Fallback
         request: Resource = pre_filter.request
         if any(is_scalar_resource_name(name) for name in request.scalar):
             raise Fallback
-        mirror = self.mirror
         wanted = (request.milli_cpu, request.memory, request.ephemeral_storage)
         if not all(-SAFE_LIMIT < value < SAFE_LIMIT for value in wanted):
             raise Fallback
-        too_many = mirror.pod_count + 1 > mirror.alloc_pods
-        fails = too_many.copy()
-        bits = np.where(too_many, _FIT_TOO_MANY_PODS, 0)
-        unresolvable = np.zeros(mirror.size, dtype=np.bool_)
-        for value, allocatable, used, bit in (
-            (request.milli_cpu, mirror.alloc_cpu, mirror.req_cpu, _FIT_CPU),
-            (request.memory, mirror.alloc_mem, mirror.req_mem, _FIT_MEMORY),
-            (request.ephemeral_storage, mirror.alloc_eph, mirror.req_eph, _FIT_EPHEMERAL),
+        return request
+
+    def _fit_fails(self, state: CycleState) -> BoolArray | None:
+        request = self.fit_request(state)
+        mirror = self.mirror
+        fails: BoolArray = mirror.free_pods < 1
+        for value, free in (
+            (request.milli_cpu, mirror.free_cpu),
+            (request.memory, mirror.free_mem),
+            (request.ephemeral_storage, mirror.free_eph),
+        ):
+            if value > 0:
+                fails |= free < value
+        return fails if fails.any() else None
+
+    def _fit_bits(self, state: CycleState, positions: IntArray) -> IntArray:
+        """NodeResourcesFit's shortfall bits for the nodes at ``positions``."""
+        request = self.fit_request(state)
+        mirror = self.mirror
+        bits: IntArray = np.where(mirror.free_pods[positions] < 1, _FIT_TOO_MANY_PODS, 0)
+        unresolvable = np.zeros(len(positions), dtype=np.bool_)
+        for value, free, allocatable, bit in (
+            (request.milli_cpu, mirror.free_cpu, mirror.alloc_cpu, _FIT_CPU),
+            (request.memory, mirror.free_mem, mirror.alloc_mem, _FIT_MEMORY),
+            (request.ephemeral_storage, mirror.free_eph, mirror.alloc_eph, _FIT_EPHEMERAL),
         ):
             if value <= 0:
                 continue
-            short = value > allocatable - used
-            fails |= short
+            short = free[positions] < value
             bits |= np.where(short, bit, 0)
-            unresolvable |= short & (value > allocatable)
-        bits |= np.where(unresolvable, _FIT_UNRESOLVABLE, 0)
-        if not fails.any():
-            return None, bits
-        return fails, bits
+            unresolvable |= short & (allocatable[positions] < value)
+        result: IntArray = bits | np.where(unresolvable, _FIT_UNRESOLVABLE, 0)
+        return result
 
     # Node affinity ------------------------------------------------------------------------------
 
@@ -633,24 +669,28 @@ class FastPath:
     def select_host(totals: IntArray, rng: random.Random) -> int:
         """The index the per-node reservoir sampling picks, drawing the same random numbers.
 
-        Only nodes whose total is at least every earlier total take part: a strictly greater
-        one resets the reservoir, an equal one is a tie that draws ``randrange(ties)``.
+        Only nodes whose total is at least every earlier total take part ("leaders"): a
+        strictly greater one resets the reservoir, an equal one is a tie that draws
+        ``randrange(ties)`` and takes the lead on 0. The tie counts depend only on the totals,
+        so all draws can be made at once.
         """
-        leaders = np.nonzero(totals >= np.maximum.accumulate(totals))[0].tolist()
-        values = totals[leaders].tolist()
-        best = leaders[0]
-        best_total = values[0]
-        ties = 1
-        for index, value in zip(leaders[1:], values[1:], strict=True):
-            if value > best_total:
-                best = index
-                best_total = value
-                ties = 1
-            else:
-                ties += 1
-                if rng.randrange(ties) == 0:
-                    best = index
-        return int(best)
+        leaders = np.flatnonzero(totals >= np.maximum.accumulate(totals))
+        values = totals[leaders]
+        count = len(leaders)
+        steps = np.arange(count, dtype=np.int64)
+        resets = np.ones(count, dtype=np.bool_)
+        resets[1:] = values[1:] > values[:-1]
+        last_reset = np.maximum.accumulate(np.where(resets, steps, 0))
+        ties = np.flatnonzero(~resets)
+        if not len(ties):
+            return int(leaders[last_reset[-1]])
+        draws = randrange_many(rng, (steps[ties] - last_reset[ties] + 1).tolist())
+        final_reset = int(last_reset[-1])
+        best = final_reset
+        for tie, draw in zip(ties.tolist(), draws, strict=True):
+            if draw == 0 and tie > best:
+                best = tie
+        return int(leaders[best])
 
 
 def feasible_infos(mirror: NodeMirror, positions: IntArray) -> list[NodeInfo]:

@@ -45,6 +45,10 @@ _INT_COLUMNS = (
     "nz_cpu",
     "nz_mem",
     "pod_count",
+    "free_cpu",
+    "free_mem",
+    "free_eph",
+    "free_pods",
     "taint_id",
 )
 
@@ -95,6 +99,11 @@ class NodeMirror:
         self.nz_cpu: IntArray = np.zeros(0, dtype=np.int64)
         self.nz_mem: IntArray = np.zeros(0, dtype=np.int64)
         self.pod_count: IntArray = np.zeros(0, dtype=np.int64)
+        self.free_cpu: IntArray = np.zeros(0, dtype=np.int64)
+        """Allocatable minus requested (likewise for memory, ephemeral storage and pods)."""
+        self.free_mem: IntArray = np.zeros(0, dtype=np.int64)
+        self.free_eph: IntArray = np.zeros(0, dtype=np.int64)
+        self.free_pods: IntArray = np.zeros(0, dtype=np.int64)
         self.taint_id: IntArray = np.zeros(0, dtype=np.int64)
         self.unschedulable: BoolArray = np.zeros(0, dtype=np.bool_)
         self.taint_sets: list[tuple[Taint, ...]] = []
@@ -186,7 +195,12 @@ class NodeMirror:
             self.nz_cpu[index],
             self.nz_mem[index],
         ) = values
-        self.pod_count[index] = len(info.pods)
+        pod_count = len(info.pods)
+        self.pod_count[index] = pod_count
+        self.free_cpu[index] = values[0] - values[4]
+        self.free_mem[index] = values[1] - values[5]
+        self.free_eph[index] = values[2] - values[6]
+        self.free_pods[index] = values[3] - pod_count
         node = info.node
         if node is not self._nodes[index]:
             self._nodes[index] = node
