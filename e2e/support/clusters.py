@@ -107,10 +107,12 @@ def apply_rbac(kubectl: Kubectl) -> list[dict[str, Any]]:
     return objects
 
 
-def service_account_kubeconfig(kubectl: Kubectl, path: Path, service_account: str) -> Path:
+def service_account_kubeconfig(
+    kubectl: Kubectl, path: Path, service_account: str, namespace: str = SYSTEM_NAMESPACE
+) -> Path:
     """A kubeconfig for ``service_account`` with a freshly minted token, same server and CA."""
     token = kubectl.run(
-        "create", "token", service_account, "-n", SYSTEM_NAMESPACE, f"--duration={TOKEN_DURATION}"
+        "create", "token", service_account, "-n", namespace, f"--duration={TOKEN_DURATION}"
     ).stdout.strip()
     view = json.loads(kubectl.run("config", "view", "--raw", "--minify", "-o", "json").stdout)
     cluster = dict(view["clusters"][0]["cluster"])

@@ -34,7 +34,8 @@ async def cluster_scenario(api: Api, added: Iterable[str | Path]) -> tuple[Scena
 
     Returns the scenario and the ``namespace/name`` keys of the added pods.
     """
-    extra = load_scenario(added)
+    classes = (await api.list("/apis/scheduling.k8s.io/v1/priorityclasses")).items
+    extra = load_scenario(added, known_priority_classes=[c["metadata"]["name"] for c in classes])
     if extra.nodes or extra.running_pods or extra.pdbs:
         names = [n["metadata"]["name"] for n in extra.nodes]
         raise ValueError(
@@ -44,7 +45,7 @@ async def cluster_scenario(api: Api, added: Iterable[str | Path]) -> tuple[Scena
     scenario = Scenario()
     for raw in (await api.list("/api/v1/namespaces")).items:
         scenario.namespaces.append(_clean(raw, "Namespace", "v1"))
-    for raw in (await api.list("/apis/scheduling.k8s.io/v1/priorityclasses")).items:
+    for raw in classes:
         scenario.priority_classes.append(_clean(raw, "PriorityClass", "scheduling.k8s.io/v1"))
     for raw in (await api.list("/api/v1/nodes")).items:
         scenario.nodes.append(_clean(raw, "Node", "v1"))

@@ -133,7 +133,9 @@ def _check(
     return str(kind), dict(obj)
 
 
-def load_scenario(paths: Iterable[str | Path]) -> Scenario:
+def load_scenario(
+    paths: Iterable[str | Path], *, known_priority_classes: Iterable[str] = ()
+) -> Scenario:
     """Load and check scenario files; raise ScenarioError on the first problem."""
     scenario = Scenario()
     seen: set[tuple[str, str]] = set()
@@ -164,13 +166,15 @@ def load_scenario(paths: Iterable[str | Path]) -> Scenario:
                 scenario.running_pods.append(obj)
             else:
                 scenario.pending_pods.append(obj)
-    _check_references(scenario, origins)
+    _check_references(scenario, origins, frozenset(known_priority_classes))
     return scenario
 
 
-def _check_references(scenario: Scenario, origins: Mapping[int, str]) -> None:
+def _check_references(
+    scenario: Scenario, origins: Mapping[int, str], known_classes: frozenset[str]
+) -> None:
     nodes = {n["metadata"]["name"] for n in scenario.nodes}
-    classes = {c["metadata"]["name"] for c in scenario.priority_classes}
+    classes = {c["metadata"]["name"] for c in scenario.priority_classes} | known_classes
     for pod in scenario.running_pods:
         node = pod["spec"]["nodeName"]
         if node not in nodes:

@@ -111,6 +111,43 @@ class ScoreResult:
         return result
 
 
+class FreeColumns:
+    """Free capacity per node (allocatable minus requested), with nominated pods counted."""
+
+    __slots__ = ("cpu", "ephemeral", "extra", "memory", "pods")
+
+    def __init__(
+        self, cpu: IntArray, memory: IntArray, ephemeral: IntArray, pods: IntArray
+    ) -> None:
+        self.cpu = cpu
+        self.memory = memory
+        self.ephemeral = ephemeral
+        self.pods = pods
+        self.extra: dict[int, tuple[int, int, int, int]] = {}
+        """Position -> (cpu, memory, ephemeral storage, pod count) of counted nominated pods."""
+
+
+def fit_bits(
+    mirror: NodeMirror, request: Resource, positions: IntArray, free: FreeColumns
+) -> IntArray:
+    """NodeResourcesFit's shortfall signature (which resources fall short, and whether any
+    shortfall exceeds the node's allocatable amount) for the nodes at ``positions``."""
+    bits: IntArray = np.where(free.pods[positions] < 1, _FIT_TOO_MANY_PODS, 0)
+    unresolvable = np.zeros(len(positions), dtype=np.bool_)
+    for value, column, allocatable, bit in (
+        (request.milli_cpu, free.cpu, mirror.alloc_cpu, _FIT_CPU),
+        (request.memory, free.memory, mirror.alloc_mem, _FIT_MEMORY),
+        (request.ephemeral_storage, free.ephemeral, mirror.alloc_eph, _FIT_EPHEMERAL),
+    ):
+        if value <= 0:
+            continue
+        short = column[positions] < value
+        bits |= np.where(short, bit, 0)
+        unresolvable |= short & (allocatable[positions] < value)
+    result: IntArray = bits | np.where(unresolvable, _FIT_UNRESOLVABLE, 0)
+    return result
+
+
 def _toleration_signature(
     tolerations: tuple[Toleration, ...],
 ) -> tuple[tuple[str, str, str, str], ...]:
@@ -132,6 +169,9 @@ class FastPath:
         self._profiles: dict[int, tuple[Framework, ProfileSupport]] = {}
         self._untolerated: dict[tuple[tuple[str, str, str, str], ...], BoolArray] = {}
         self._prefer_counts: dict[tuple[tuple[str, str, str, str], ...], IntArray] = {}
+        self._nominated_cache: (
+            tuple[CycleState, tuple[str, int], Snapshot | None, list[int], FreeColumns] | None
+        ) = None
         self.used_filter = 0
         self.used_score = 0
         """Counters of attempts the vectorised path served (for tests and diagnostics)."""
@@ -169,8 +209,8 @@ class FastPath:
         if not mirror.safe or mirror.size == 0:
             return None
         try:
-            failures = self.step_failures(steps, state, pod)
-            special = self.nominated_positions(framework)
+            special, free = self.nominated(framework, state, pod)
+            failures = self.step_failures(steps, state, pod, free=free)
         except Fallback:
             return None
         size = mirror.size
@@ -210,7 +250,7 @@ class FastPath:
             pod,
             steps,
             rejected,
-            self._signatures(steps, failures, state, rejected),
+            self._signatures(steps, failures, state, rejected, free),
             special_status,
             statuses,
             add_status,
@@ -225,6 +265,7 @@ class FastPath:
         failures: list[tuple[int, BoolArray]],
         state: CycleState,
         positions: IntArray,
+        free: FreeColumns,
     ) -> IntArray:
         """What rejects each node at ``positions``: the first failing Filter's index times
         the stride, plus (when that is NodeResourcesFit) which resources fall short. -1 when no
@@ -237,7 +278,7 @@ class FastPath:
             if step.kind is Kind.FIT:
                 chosen = first == index
                 if chosen.any():
-                    bits = self._fit_bits(state, positions[chosen])
+                    bits = self._fit_bits(state, positions[chosen], free)
                     signature[chosen] += bits
                 break
         return signature
@@ -285,7 +326,7 @@ class FastPath:
         return True
 
     def nominated_positions(self, framework: Framework) -> list[int]:
-        """Positions of nodes with nominated pods (evaluated by the real plugins)."""
+        """Positions of nodes with nominated pods."""
         nominator = framework.handle.nominator
         nominations = getattr(nominator, "nominations", None)
         position = self.mirror.position
@@ -298,12 +339,88 @@ class FastPath:
             if nominator.nominated_pods_for_node(name)
         ]
 
+    def nominated(
+        self, framework: Framework, state: CycleState, pod: Pod
+    ) -> tuple[list[int], FreeColumns]:
+        """How nominated pods bear on this attempt.
+
+        Returns the nodes that must run the real plugins (all nodes with nominated pods when a
+        PreFilter extension would update cycle state for them, else none) and the free-capacity
+        columns with the requests of the nominated pods that count against ``pod`` (equal or
+        higher priority, not ``pod`` itself) taken off their nodes. Counting them this way is
+        exact: the per-node path filters with them added, and a node that fits with them fits
+        without them too, since the remaining modelled Filters do not depend on pods.
+        Cached for the attempt (the PostFilter dry run asks again).
+        """
+        cached = self._nominated_cache
+        if (
+            cached is not None
+            and cached[0] is state
+            and cached[1] == (pod.uid, pod.priority)
+            and cached[2] is self.mirror.snapshot
+        ):
+            return cached[3], cached[4]
+        mirror = self.mirror
+        positions = self.nominated_positions(framework)
+        free = FreeColumns(mirror.free_cpu, mirror.free_mem, mirror.free_eph, mirror.free_pods)
+        special: list[int] = []
+        if positions and self.extensions_active(framework, state):
+            special = positions
+        elif positions:
+            nominator = framework.handle.nominator
+            names = mirror.names
+            priority = pod.priority
+            uid = pod.uid
+            loads: list[tuple[int, int, int, int, int]] = []
+            for index in positions:
+                cpu = memory = ephemeral = count = 0
+                for other in nominator.nominated_pods_for_node(names[index]):
+                    if other.priority >= priority and other.uid != uid:
+                        requests = other.requests
+                        if any(is_scalar_resource_name(name) for name in requests.scalar):
+                            raise Fallback
+                        cpu += requests.milli_cpu
+                        memory += requests.memory
+                        ephemeral += requests.ephemeral_storage
+                        count += 1
+                if count:
+                    loads.append((index, cpu, memory, ephemeral, count))
+            if loads:
+                table = np.array(loads, dtype=np.int64)
+                if np.abs(table).max() >= SAFE_LIMIT:
+                    raise Fallback
+                where = table[:, 0]
+                free = FreeColumns(
+                    free.cpu.copy(), free.memory.copy(), free.ephemeral.copy(), free.pods.copy()
+                )
+                free.cpu[where] -= table[:, 1]
+                free.memory[where] -= table[:, 2]
+                free.ephemeral[where] -= table[:, 3]
+                free.pods[where] -= table[:, 4]
+                free.extra = {row[0]: row[1:] for row in loads}
+        self._nominated_cache = (state, (pod.uid, pod.priority), mirror.snapshot, special, free)
+        return special, free
+
+    @staticmethod
+    def extensions_active(framework: Framework, state: CycleState) -> bool:
+        """Whether a PreFilter plugin not skipped for this attempt has AddPod/RemovePod."""
+        skip = state.skip_filter_plugins
+        return any(
+            plugin.name not in skip and plugin.pre_filter_extensions() is not None
+            for plugin in framework.plugins.pre_filter
+        )
+
     def step_failures(
-        self, steps: tuple[Step, ...], state: CycleState, pod: Pod, *, include_fit: bool = True
+        self,
+        steps: tuple[Step, ...],
+        state: CycleState,
+        pod: Pod,
+        *,
+        free: FreeColumns | None = None,
     ) -> list[tuple[int, BoolArray]]:
         """``(filter index, nodes it rejects)`` for every modelled Filter that rejects any
-        (NodeResourcesFit left out unless ``include_fit``); raises :class:`Fallback` when a
-        Filter that is not skipped cannot be modelled for this pod."""
+        (NodeResourcesFit, against the ``free`` columns, only when they are given); raises
+        :class:`Fallback` when a Filter that is not skipped cannot be modelled for this pod."""
         failures: list[tuple[int, BoolArray]] = []
         skip = state.skip_filter_plugins
         for index, step in enumerate(steps):
@@ -325,7 +442,7 @@ class FastPath:
                     required = node_affinity.RequiredNodeAffinity(pod)
                 fails = ~self._required_mask(required)
             elif kind is Kind.FIT:
-                fails = self._fit_fails(state) if include_fit else None
+                fails = self._fit_fails(state, free) if free is not None else None
             else:
                 raise Fallback
             if fails is not None:
@@ -394,37 +511,21 @@ class FastPath:
             raise Fallback
         return request
 
-    def _fit_fails(self, state: CycleState) -> BoolArray | None:
+    def _fit_fails(self, state: CycleState, free: FreeColumns) -> BoolArray | None:
         request = self.fit_request(state)
-        mirror = self.mirror
-        fails: BoolArray = mirror.free_pods < 1
-        for value, free in (
-            (request.milli_cpu, mirror.free_cpu),
-            (request.memory, mirror.free_mem),
-            (request.ephemeral_storage, mirror.free_eph),
+        fails: BoolArray = free.pods < 1
+        for value, column in (
+            (request.milli_cpu, free.cpu),
+            (request.memory, free.memory),
+            (request.ephemeral_storage, free.ephemeral),
         ):
             if value > 0:
-                fails |= free < value
+                fails |= column < value
         return fails if fails.any() else None
 
-    def _fit_bits(self, state: CycleState, positions: IntArray) -> IntArray:
+    def _fit_bits(self, state: CycleState, positions: IntArray, free: FreeColumns) -> IntArray:
         """NodeResourcesFit's shortfall bits for the nodes at ``positions``."""
-        request = self.fit_request(state)
-        mirror = self.mirror
-        bits: IntArray = np.where(mirror.free_pods[positions] < 1, _FIT_TOO_MANY_PODS, 0)
-        unresolvable = np.zeros(len(positions), dtype=np.bool_)
-        for value, free, allocatable, bit in (
-            (request.milli_cpu, mirror.free_cpu, mirror.alloc_cpu, _FIT_CPU),
-            (request.memory, mirror.free_mem, mirror.alloc_mem, _FIT_MEMORY),
-            (request.ephemeral_storage, mirror.free_eph, mirror.alloc_eph, _FIT_EPHEMERAL),
-        ):
-            if value <= 0:
-                continue
-            short = free[positions] < value
-            bits |= np.where(short, bit, 0)
-            unresolvable |= short & (allocatable[positions] < value)
-        result: IntArray = bits | np.where(unresolvable, _FIT_UNRESOLVABLE, 0)
-        return result
+        return fit_bits(self.mirror, self.fit_request(state), positions, free)
 
     # Node affinity ------------------------------------------------------------------------------
 

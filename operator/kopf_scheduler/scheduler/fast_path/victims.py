@@ -2,16 +2,19 @@
 
 Upstream's victim search on one node removes every lower-priority pod from a copy of the node,
 checks that the preemptor fits, then adds the pods back most important first and keeps as
-victims those that make it stop fitting. Each check runs every Filter plugin. When the profile's
-filters are the ones the fast path models, no PreFilter extension keeps per-pod state, and the
-node passes its pod-independent filters (cordon, taints, node affinity), the only check that
-depends on the pods is NodeResourcesFit, which is integer arithmetic on the node's requested
-amounts and pod count. That arithmetic is done here directly on the snapshot's numbers, in the
-same order, with the same importance sort and PodDisruptionBudget split, so the victims are the
-ones the plugins would pick.
+victims those that make it stop fitting. Each check runs every Filter plugin (with the node's
+nominated pods of equal or higher priority counted). When the profile's filters are the ones the
+fast path models, no PreFilter extension keeps per-pod state, and the node passes its
+pod-independent filters (cordon, taints, node affinity), the only check that depends on the
+pods is NodeResourcesFit: integer arithmetic on the node's requested amounts and pod count, plus
+those of the counted nominated pods. That arithmetic is done here directly on the snapshot's
+numbers, in the same order, with the same importance sort and PodDisruptionBudget split, so the
+victims are the ones the plugins would pick.
 
-Nodes outside that case (nominated pods on them, a pod-independent filter failing, the preemptor
-not fitting even with every candidate victim gone) get ``None`` and run the normal path.
+When the preemptor does not fit even with every candidate victim gone, the node's status is the
+NodeResourcesFit rejection, which depends only on which resources fall short: the first node
+with a given shortfall runs the normal path and later ones share its status. Nodes outside the
+modelled case (a pod-independent filter failing) also run the normal path.
 """
 
 from __future__ import annotations
@@ -31,10 +34,13 @@ from kopf_scheduler.preemption.victims import (
     NO_VICTIMS_REASON,
     VictimSelection,
     filter_pods_with_pdb_violation,
+    select_victims_on_node,
     sort_by_importance,
 )
 from kopf_scheduler.scheduler.fast_path.engine import Fallback, FastPath
 from kopf_scheduler.scheduler.fast_path.profile import Kind
+
+_NO_EXTRA = (0, 0, 0, 0)
 
 
 class VictimSearch:
@@ -43,7 +49,7 @@ class VictimSearch:
     def __init__(self, fast_path: FastPath) -> None:
         self.fast_path = fast_path
         self.served = 0
-        """Nodes decided here (for tests and diagnostics)."""
+        """Nodes decided here without cloning (for tests and diagnostics)."""
 
     def victim_finder(
         self,
@@ -55,50 +61,55 @@ class VictimSearch:
     ) -> Callable[[NodeInfo], VictimSelection | None] | None:
         fast = self.fast_path
         steps = fast.support(framework).filters
-        if steps is None:
+        if steps is None or fast.extensions_active(framework, state):
             return None
-        skip = state.skip_filter_plugins
-        for plugin in framework.plugins.pre_filter:
-            if plugin.name not in skip and plugin.pre_filter_extensions() is not None:
-                return None
         mirror = fast.mirror
         mirror.sync(framework.handle.snapshot)
         if not mirror.safe or mirror.size == 0:
             return None
-        has_fit = any(s.kind is Kind.FIT and s.name not in skip for s in steps)
+        skip = state.skip_filter_plugins
+        fit_steps = [s for s in steps if s.kind is Kind.FIT and s.name not in skip]
         try:
-            failures = fast.step_failures(steps, state, preemptor, include_fit=False)
-            request = fast.fit_request(state) if has_fit else None
-            nominated = set(fast.nominated_positions(framework))
+            failures = fast.step_failures(steps, state, preemptor)
+            request = fast.fit_request(state) if fit_steps else None
+            _, free = fast.nominated(framework, state, preemptor)
         except Fallback:
             return None
         static_ok = np.ones(mirror.size, dtype=np.bool_)
         for _, fails in failures:
             static_ok &= ~fails
         usable = static_ok.tolist()
-        for index in nominated:
-            usable[index] = False
+        extra = free.extra
         position = mirror.position
         infos = mirror.infos
         priority = preemptor.priority
         budgets: Sequence[PodDisruptionBudget] = pdbs
-        if request is not None:
-            wanted_cpu = request.milli_cpu
-            wanted_memory = request.memory
-            wanted_ephemeral = request.ephemeral_storage
+        fit_name = fit_steps[0].name if fit_steps else ""
+        by_shortfall: dict[int, Status] = {}
+        wanted_cpu = request.milli_cpu if request is not None else 0
+        wanted_memory = request.memory if request is not None else 0
+        wanted_ephemeral = request.ephemeral_storage if request is not None else 0
 
-        def fits(node_info: NodeInfo, cpu: int, memory: int, ephemeral: int, count: int) -> bool:
+        def shortfall(node_info: NodeInfo, cpu: int, memory: int, ephemeral: int, count: int) -> int:
+            """0 when the preemptor fits, else NodeResourcesFit's shortfall signature."""
             if request is None:
-                return True
+                return 0
             allocatable = node_info.allocatable
-            if count + 1 > allocatable.allowed_pod_number:
-                return False
-            if wanted_cpu > 0 and wanted_cpu > allocatable.milli_cpu - cpu:
-                return False
-            if wanted_memory > 0 and wanted_memory > allocatable.memory - memory:
-                return False
-            return not (
-                wanted_ephemeral > 0 and wanted_ephemeral > allocatable.ephemeral_storage - ephemeral
+            bits = 1 if count + 1 > allocatable.allowed_pod_number else 0
+            unresolvable = False
+            for wanted, capacity, used, bit in (
+                (wanted_cpu, allocatable.milli_cpu, cpu, 2),
+                (wanted_memory, allocatable.memory, memory, 4),
+                (wanted_ephemeral, allocatable.ephemeral_storage, ephemeral, 8),
+            ):
+                if wanted > 0 and wanted > capacity - used:
+                    bits |= bit
+                    unresolvable = unresolvable or wanted > capacity
+            return bits | 16 if unresolvable else bits
+
+        def reference(node_info: NodeInfo) -> VictimSelection:
+            return select_victims_on_node(
+                framework, state.clone(), preemptor, node_info.clone(), budgets, now=now
             )
 
         def find(node_info: NodeInfo) -> VictimSelection | None:
@@ -110,18 +121,28 @@ class VictimSearch:
                 self.served += 1
                 return VictimSelection(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS_REASON))
             requested = node_info.requested
-            cpu = requested.milli_cpu
-            memory = requested.memory
-            ephemeral = requested.ephemeral_storage
-            count = len(node_info.pods)
+            more_cpu, more_memory, more_ephemeral, more_pods = extra.get(index, _NO_EXTRA)
+            cpu = requested.milli_cpu + more_cpu
+            memory = requested.memory + more_memory
+            ephemeral = requested.ephemeral_storage + more_ephemeral
+            count = len(node_info.pods) + more_pods
             for pod in potential:
                 amounts = pod.requests
                 cpu -= amounts.milli_cpu
                 memory -= amounts.memory
                 ephemeral -= amounts.ephemeral_storage
                 count -= 1
-            if not fits(node_info, cpu, memory, ephemeral, count):
-                return None
+            short = shortfall(node_info, cpu, memory, ephemeral, count)
+            if short:
+                status = by_shortfall.get(short)
+                if status is not None:
+                    self.served += 1
+                    return VictimSelection(status)
+                selection = reference(node_info)
+                status = selection.status
+                if status.is_rejected() and status.plugin == fit_name and not selection.victims:
+                    by_shortfall[short] = status
+                return selection
             ordered = sort_by_importance(potential, now)
             violating, non_violating = filter_pods_with_pdb_violation(ordered, budgets)
             victims: list[Pod] = []
@@ -133,7 +154,7 @@ class VictimSearch:
                     memory += amounts.memory
                     ephemeral += amounts.ephemeral_storage
                     count += 1
-                    if fits(node_info, cpu, memory, ephemeral, count):
+                    if not shortfall(node_info, cpu, memory, ephemeral, count):
                         continue
                     cpu -= amounts.milli_cpu
                     memory -= amounts.memory
