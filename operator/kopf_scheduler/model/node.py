@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kopf_scheduler.model.errors import InvalidObjectError
+from kopf_scheduler.model.parts import object_parts
 from kopf_scheduler.model.resources import Resource
 from kopf_scheduler.model.selectors import parse_string_map
 from kopf_scheduler.model.taints import Taint
@@ -37,15 +38,8 @@ class Node:
     )
 
     def __init__(self, raw: Mapping[str, Any]) -> None:
-        if not isinstance(raw, Mapping):
-            raise InvalidObjectError("", f"a node must be an object, got {raw!r}")
+        metadata, spec, status, name = object_parts(raw, "node")
         self.raw = raw
-        metadata = raw.get("metadata") or {}
-        spec = raw.get("spec") or {}
-        status = raw.get("status") or {}
-        name = metadata.get("name")
-        if not isinstance(name, str) or not name:
-            raise InvalidObjectError("metadata.name", "must be a non-empty string")
         self.name: str = name
         self.uid: str = metadata.get("uid") or name
         self.resource_version: str = metadata.get("resourceVersion") or ""

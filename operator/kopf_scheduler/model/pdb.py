@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kopf_scheduler.model.errors import InvalidObjectError
+from kopf_scheduler.model.parts import object_parts
 from kopf_scheduler.model.selectors import LabelSelector
 
 
@@ -23,15 +24,8 @@ class PodDisruptionBudget:
     )
 
     def __init__(self, raw: Mapping[str, Any]) -> None:
-        if not isinstance(raw, Mapping):
-            raise InvalidObjectError("", f"a PodDisruptionBudget must be an object, got {raw!r}")
+        metadata, spec, status, name = object_parts(raw, "PodDisruptionBudget")
         self.raw = raw
-        metadata = raw.get("metadata") or {}
-        spec = raw.get("spec") or {}
-        status = raw.get("status") or {}
-        name = metadata.get("name")
-        if not isinstance(name, str) or not name:
-            raise InvalidObjectError("metadata.name", "must be a non-empty string")
         self.name = name
         self.namespace: str = metadata.get("namespace") or "default"
         self.selector = LabelSelector.parse(spec.get("selector"), "spec.selector")
