@@ -128,11 +128,16 @@ class Probe:
             started = time.perf_counter()
             result = original_schedule_one()
             seconds = time.perf_counter() - started
-            if self._popped is not None:
-                self.cycles.append(self._drain_records(Cycle(self._popped, seconds, "assumed")))
+            popped = self.last_popped()
+            if popped is not None:
+                self.cycles.append(self._drain_records(Cycle(popped, seconds, "assumed")))
             return result
 
         self.scheduler.schedule_one = schedule_one  # type: ignore[method-assign]
+
+    def last_popped(self) -> str | None:
+        """The key of the pod the last ``queue.pop`` returned (set by the wrapper)."""
+        return self._popped
 
     def start(self) -> None:
         self.t0 = time.perf_counter()

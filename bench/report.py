@@ -205,8 +205,17 @@ def _checks(result: dict[str, Any]) -> str:
             parts.append(f"shared nodes {value.get('nodes_with_two_or_more')}")
         elif "histogram" in value:
             parts.append("victims " + ",".join(f"{k}×{v}" for k, v in value["histogram"].items()))
-        else:
-            parts.append(f"victims/preemptor {_f(value.get('per_preemptor'), 2)}")
+        elif "preempting" in value:
+            parts.append(
+                f"victims {value.get('deleted_low_priority')} for "
+                f"{value.get('preempting')} preempting, {value.get('bound_preemptors')} bound"
+            )
+        else:  # results written before preempting pods were counted
+            parts.append(
+                f"victims {value.get('deleted_low_priority')} for "
+                f"{value.get('bound_preemptors')} bound preemptors"
+            )
+            continue
         if not value.get("ok", True):
             parts[-1] += " FAIL"
     return "; ".join(parts) or "ok"
@@ -321,6 +330,13 @@ def _e2e_tables(pairs: list[dict[str, Any]]) -> list[str]:
                 f"{_f(ratio.get('create_to_bound_p99'), 2)} | | {_f(ratio.get('api_requests'), 2)} "
                 f"| {_f(ratio.get('cpu_seconds'), 2)} | {_f(ratio.get('peak_rss_mb'), 2)} | | |"
             )
+        loads = [
+            f"{p['scenario']['label']} {p['contention_at_start']['loadavg'][0]}"
+            for p in pairs
+            if (p["qps"], p["burst"]) == (qps, burst) and p.get("contention_at_start")
+        ]
+        if loads:
+            lines += ["", "1-minute load average when each pair started: " + ", ".join(loads) + "."]
         extra = [p for p in pairs if (p["qps"], p["burst"]) == (qps, burst) and _e2e_extra(p)]
         if extra:
             lines += [

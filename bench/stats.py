@@ -5,8 +5,10 @@ once per second from the start of the measurement, each sample's rate is the dif
 previous one, the first sample is skipped, and the average and the 50th percentile of the
 rates are reported. Sampling after the fact from exact bind times gives the same samples a
 ticker would. scheduler_perf stops its collector when the last pod is scheduled, so the last,
-partial interval is lost there; here it counts only if it lasted at least half a second (its
-rate scaled to its length), or if it is the only sample of a very short run.
+partial interval is lost there. Here it is kept, since the pods bound in it can be all of them
+(preemptors bound in one burst at the end): a tail of at least half a second is its own sample
+(its rate scaled to its length); a shorter one joins the last full sample into one interval of
+1 + tail seconds; in a run shorter than a second it is the only sample.
 
 Percentiles use scheduler_perf's nearest-rank rule: the value at ``ceil(n * p / 100) - 1`` of
 the sorted list.
@@ -60,6 +62,9 @@ def per_second_rates(times: Iterable[float], start: float, min_tail: float = 0.5
     tail = (end - start) - full
     if tail >= min_tail or not rates:
         rates.append(counts[full] / max(tail, 1e-3))
+    elif counts[full]:
+        # A short tail joins the last full sample: one (1 + tail)-second interval.
+        rates[-1] = (rates[-1] + counts[full]) / (1.0 + tail)
     return rates
 
 

@@ -2,7 +2,8 @@
 
 It is the single source of the end-to-end figures for both schedulers, so they are measured by
 the same clock and the same watch. For every pod it keeps when it was first seen, when it was
-first seen bound (``spec.nodeName`` set) and when it was deleted, all as wall-clock seconds
+first seen nominated (``status.nominatedNodeName``), when it was first seen bound
+(``spec.nodeName`` set) and when it was deleted, all as wall-clock seconds
 (``time.time()``). It prints ``READY`` once the watch is open, and ends when ``--expect``
 measured pods are bound, on SIGTERM, or after ``--timeout``; then it writes its JSON.
 
@@ -56,6 +57,9 @@ class PodLog:
         if event_type == "DELETED":
             entry.setdefault("deleted", now)
             return
+        nominated = (raw.get("status") or {}).get("nominatedNodeName")
+        if nominated and "nominated" not in entry:
+            entry["nominated"] = now
         node_name = (raw.get("spec") or {}).get("nodeName")
         if node_name and "bound" not in entry:
             entry["bound"] = now

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench.e2e import audit_counts, ratios
+from bench.e2e import audit_counts, ratios, watch_figures
 from bench.inprocess import run_inprocess
 from bench.scenarios import Arrivals, Group, Scenario, check
 
@@ -103,7 +103,8 @@ def test_preemption_run_reports_three_victims_per_preemptor() -> None:
     ("times", "start", "rates"),
     [
         pytest.param([0.1, 0.2, 1.5, 2.2, 2.9, 3.7], 0.0, [2.0, 1.0, 2.0, 1 / 0.7], id="tail-kept"),
-        pytest.param([0.1, 0.2, 1.5, 2.1], 0.0, [2.0, 1.0], id="short-tail-dropped"),
+        pytest.param([0.1, 0.2, 1.5, 2.1], 0.0, [2.0, 2 / 1.1], id="short-tail-joins-last"),
+        pytest.param([0.5] + [4.2] * 9, 0.0, [1.0, 0.0, 0.0, 9 / 1.2], id="burst-at-the-end-kept"),
         pytest.param([0.05, 0.1], 0.0, [20.0], id="only-a-partial-sample"),
         pytest.param([], 0.0, [], id="nothing-bound"),
         pytest.param([4.5, 5.5], 4.0, [1.0, 1 / 0.5], id="offset-start"),
@@ -238,3 +239,47 @@ def test_render_produces_the_tables() -> None:
     text = report.render(results)
     assert text.startswith("## 2026-01-01 00:00 UTC — profile `smoke`")
     assert "| S1 | 20 nodes, init 20 default, measured 50 default |" in text
+
+
+def _watched(role: str, kind: str, seen: float, **times: float) -> dict[str, Any]:
+    return {"role": role, "kind": kind, "seen": seen, **times}
+
+
+@pytest.mark.parametrize(
+    ("pods", "expected"),
+    [
+        pytest.param(
+            {
+                "a-high-0": _watched("arrival", "high", 0.0, nominated=0.1, bound=1.5),
+                "a-high-1": _watched("arrival", "high", 0.2, nominated=0.3),
+                **{f"init-low-{i}": _watched("init", "low", 0.0, deleted=0.5) for i in range(6)},
+            },
+            {"deleted_low_priority": 6, "preempting": 2, "bound_preemptors": 1, "ok": True},
+            id="nominated-but-unbound-preemptor-counts",
+        ),
+        pytest.param(
+            {
+                "a-high-0": _watched("arrival", "high", 0.0, bound=1.0),
+                **{f"init-low-{i}": _watched("init", "low", 0.0, deleted=0.5) for i in range(4)},
+            },
+            {"deleted_low_priority": 4, "preempting": 1, "bound_preemptors": 1, "ok": False},
+            id="more-than-three-victims-fails",
+        ),
+        pytest.param(
+            {"init-low-0": _watched("init", "low", 0.0)},
+            {"deleted_low_priority": 0, "preempting": 0, "bound_preemptors": 0, "ok": True},
+            id="no-preemption",
+        ),
+    ],
+)
+def test_e2e_victims_are_compared_with_preempting_pods(
+    pods: dict[str, dict[str, Any]], expected: dict[str, Any]
+) -> None:
+    measured = {"m-default-0": _watched("measured", "default", 0.0, bound=0.5)}
+    scenario = Scenario(
+        "S5", "x", 1, (Group("low", 6),), (Group("default", 1),), Arrivals("high", 5.0)
+    )
+    figures = watch_figures(scenario, {"pods": {**measured, **pods}, "done_at": 2.0}, 0.0)
+    victims = figures["victims"]
+    assert {k: victims[k] for k in expected} == expected
+    assert figures["all_measured_bound"]

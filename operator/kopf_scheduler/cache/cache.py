@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from kopf_scheduler.cache.node_info import ImageState, NodeInfo
-from kopf_scheduler.cache.node_tree import NodeTree
+from kopf_scheduler.cache.node_tree import NodeTree, zone_key
 from kopf_scheduler.cache.snapshot import Snapshot
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pod import Pod
@@ -67,10 +67,14 @@ class Cache:
         info = self._touch(node.name)
         if info.node is not None:
             self._remove_node_images(info.node)
+        moved = info.node is None or zone_key(info.node) != zone_key(node)
         info.set_node(node)
         self._add_node_images(node, info)
         self._tree.add(node)
-        self._tree_changed = True
+        if moved:
+            # A new node, or one that changed zone: the examination order changes. Any other
+            # update keeps the node's place and only its snapshot entry is replaced.
+            self._tree_changed = True
 
     update_node = add_node
 

@@ -153,7 +153,7 @@ class Algorithm:
             if result is not None:
                 index = FastPath.select_host(result.totals, self.rng)
                 return Decision(
-                    result.names[index],
+                    result.name(index),
                     evaluated,
                     result.names,
                     diagnosis,

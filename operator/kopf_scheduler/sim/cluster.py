@@ -4,7 +4,9 @@ It keeps raw objects, bumps resource versions, and delivers every change to the 
 event handlers, like a watch would. It implements the write ports the scheduler uses (binding,
 status patches, deletion, events) with the API server's rules that matter to scheduling:
 binding sets ``spec.nodeName`` and the PodScheduled condition, a bound pod being deleted stays
-terminating for its grace period, and PodDisruptionBudget status is kept up to date.
+terminating for its grace period, and PodDisruptionBudget status is kept up to date. Each PDB
+keeps the set of pods it selects (pod labels never change here), so a pod change updates only
+the PDBs that select that pod.
 """
 
 from __future__ import annotations
@@ -61,6 +63,10 @@ class InMemoryCluster:
         self._uids = itertools.count(1)
         self._deletions: list[tuple[float, int, str, str]] = []
         self._deletion_sequence = itertools.count()
+        self._budgets: dict[str, _Budget] = {}
+        """Computed (not static) PDBs: the parsed view and the pods it selects."""
+        self._pod_budgets: dict[str, list[str]] = {}
+        """Pod key -> keys of the computed PDBs that select it."""
 
     # Watching --------------------------------------------------------------------------------
 
@@ -82,6 +88,7 @@ class InMemoryCluster:
     def create(self, raw: Mapping[str, Any]) -> Raw:
         obj: Raw = copy.deepcopy(dict(raw))
         kind = obj.get("kind", "")
+        replaced: list[str] = []
         metadata = obj.setdefault("metadata", {})
         if kind in ("Pod", "PodDisruptionBudget"):
             metadata.setdefault("namespace", "default")
@@ -100,7 +107,9 @@ class InMemoryCluster:
                 status.setdefault("startTime", format_timestamp(self.clock.now()))
             else:
                 status.setdefault("phase", "Pending")
-            self.pods[f"{metadata['namespace']}/{name}"] = obj
+            key = f"{metadata['namespace']}/{name}"
+            replaced = self._untrack_pod(key) if key in self.pods else []
+            self.pods[key] = obj
         elif kind == "PodDisruptionBudget":
             key = f"{metadata['namespace']}/{name}"
             if "disruptionsAllowed" in (obj.get("status") or {}):
@@ -113,8 +122,14 @@ class InMemoryCluster:
         else:
             raise ValueError(f"unsupported kind {kind!r}")
         self._emit(kind, ADDED, obj)
-        if kind in ("Pod", "PodDisruptionBudget"):
-            self.update_pdb_status()
+        if kind == "Pod":
+            selected = self._track_pod(f"{metadata['namespace']}/{name}", obj)
+            if replaced:
+                order = list(self.pdbs)
+                selected = sorted(set(selected) | set(replaced), key=order.index)
+            self._update_budgets(selected)
+        elif kind == "PodDisruptionBudget":
+            self._track_budget(f"{metadata['namespace']}/{name}", obj)
         return obj
 
     def _admit_priority(self, spec: Raw) -> None:
@@ -145,36 +160,66 @@ class InMemoryCluster:
     # The disruption controller ---------------------------------------------------------------
 
     def update_pdb_status(self) -> None:
-        """Recompute ``disruptionsAllowed`` like the disruption controller, for bare pods."""
-        for key, raw in self.pdbs.items():
-            if key in self.static_pdb_status:
-                continue
-            allowed = self._disruptions_allowed(raw)
-            status = raw.setdefault("status", {})
+        """Recompute ``disruptionsAllowed`` of every computed PDB from scratch."""
+        for key, raw in list(self.pdbs.items()):
+            if key not in self.static_pdb_status:
+                self._track_budget(key, raw)
+
+    def _track_budget(self, key: str, raw: Raw) -> None:
+        """Index which pods a new (or replaced) PDB selects, then publish its status."""
+        if key in self.static_pdb_status:
+            return
+        for budgets in self._pod_budgets.values():
+            if key in budgets:
+                budgets.remove(key)
+        budget = _Budget(PodDisruptionBudget(raw), raw)
+        self._budgets[key] = budget
+        order = list(self.pdbs)
+        for pod_key, pod_raw in self.pods.items():
+            if budget.selects(pod_raw):
+                budget.add(pod_key, _healthy(pod_raw))
+                budgets = self._pod_budgets.setdefault(pod_key, [])
+                budgets.append(key)
+                budgets.sort(key=order.index)
+        self._update_budgets([key])
+
+    def _track_pod(self, key: str, raw: Raw) -> list[str]:
+        """Count a new pod in the PDBs that select it; returns their keys, in PDB order."""
+        selected = [name for name, budget in self._budgets.items() if budget.selects(raw)]
+        if selected:
+            order = list(self.pdbs)
+            selected.sort(key=order.index)
+            healthy = _healthy(raw)
+            for name in selected:
+                self._budgets[name].add(key, healthy)
+            self._pod_budgets[key] = selected
+        return selected
+
+    def _untrack_pod(self, key: str) -> list[str]:
+        selected = self._pod_budgets.pop(key, [])
+        for name in selected:
+            self._budgets[name].discard(key)
+        return selected
+
+    def _pod_health_changed(self, key: str, raw: Raw) -> None:
+        selected = self._pod_budgets.get(key, [])
+        healthy = _healthy(raw)
+        for name in selected:
+            self._budgets[name].add(key, healthy)
+        self._update_budgets(selected)
+
+    def _update_budgets(self, keys: list[str]) -> None:
+        """Publish ``disruptionsAllowed`` of the given PDBs (in PDB order) where it changed,
+        as the disruption controller does for bare pods."""
+        for key in keys:
+            budget = self._budgets[key]
+            desired = _desired_healthy(budget.pdb, len(budget.members))
+            allowed = max(0, budget.healthy - desired)
+            status = budget.raw.setdefault("status", {})
             if status.get("disruptionsAllowed") != allowed:
                 status["disruptionsAllowed"] = allowed
-                self._stamp(raw)
-                self._emit("PodDisruptionBudget", MODIFIED, raw)
-
-    def _disruptions_allowed(self, raw: Raw) -> int:
-        pdb = PodDisruptionBudget(raw)
-        matching = []
-        for pod_raw in self.pods.values():
-            metadata = pod_raw["metadata"]
-            if metadata.get("namespace") != pdb.namespace:
-                continue
-            labels = metadata.get("labels") or {}
-            if pdb.selector.matches_nothing or not pdb.selector.matches(labels):
-                continue
-            matching.append(pod_raw)
-        expected = len(matching)
-        healthy = sum(
-            1
-            for p in matching
-            if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")
-        )
-        desired = _desired_healthy(pdb, expected)
-        return max(0, healthy - desired)
+                self._stamp(budget.raw)
+                self._emit("PodDisruptionBudget", MODIFIED, budget.raw)
 
     # The write ports -------------------------------------------------------------------------
 
@@ -212,7 +257,7 @@ class InMemoryCluster:
         status.pop("nominatedNodeName", None)
         self._stamp(raw)
         self._emit("Pod", MODIFIED, raw)
-        self.update_pdb_status()
+        self._pod_health_changed(pod.key, raw)
 
     async def patch_status(self, pod: PodRef, patch: PodStatusPatch) -> None:
         raw = self._live(pod)
@@ -249,7 +294,7 @@ class InMemoryCluster:
         self._stamp(raw)
         self._emit("Pod", MODIFIED, raw)
         heapq.heappush(self._deletions, (deadline, next(self._deletion_sequence), pod.key, pod.uid))
-        self.update_pdb_status()
+        self._pod_health_changed(pod.key, raw)
 
     def record(self, event: Event) -> None:
         related = event.related.key if event.related is not None else ""
@@ -284,7 +329,7 @@ class InMemoryCluster:
         self.deleted[key] = raw
         self._stamp(raw)
         self._emit("Pod", DELETED, raw)
-        self.update_pdb_status()
+        self._update_budgets(self._untrack_pod(key))
 
     def was_preempted(self, key: str) -> bool:
         raw = self.deleted.get(key)
@@ -294,6 +339,38 @@ class InMemoryCluster:
             if condition.get("type") == DISRUPTION_TARGET and condition.get("status") == "True":
                 return True
         return False
+
+
+def _healthy(raw: Raw) -> bool:
+    """Counted as healthy by the disruption controller (bound and not terminating)."""
+    return bool(raw["spec"].get("nodeName")) and not raw["metadata"].get("deletionTimestamp")
+
+
+class _Budget:
+    """A computed PDB: which pods it selects and how many of them are healthy."""
+
+    __slots__ = ("healthy", "members", "pdb", "raw")
+
+    def __init__(self, pdb: PodDisruptionBudget, raw: Raw) -> None:
+        self.pdb = pdb
+        self.raw = raw
+        self.members: dict[str, bool] = {}
+        self.healthy = 0
+
+    def selects(self, pod_raw: Raw) -> bool:
+        metadata = pod_raw["metadata"]
+        if metadata.get("namespace") != self.pdb.namespace:
+            return False
+        selector = self.pdb.selector
+        return not selector.matches_nothing and selector.matches(metadata.get("labels") or {})
+
+    def add(self, key: str, healthy: bool) -> None:
+        """Count ``key`` (or update whether it is healthy)."""
+        self.healthy += int(healthy) - int(self.members.get(key, False))
+        self.members[key] = healthy
+
+    def discard(self, key: str) -> None:
+        self.healthy -= int(self.members.pop(key, False))
 
 
 def _set_condition(status: Raw, condition: Raw) -> None:

@@ -6,7 +6,8 @@ index, in snapshot order, until enough feasible nodes are found. Rejected nodes 
 the very Status the per-node path would give them: nodes are grouped by what rejects them (the
 first failing plugin and, for NodeResourcesFit, which resources fall short and whether any
 shortfall is unresolvable), one node per group runs the real plugins, and the group shares the
-resulting Status. Nodes with nominated pods always run the real plugins, one by one.
+resulting Status. Nominated pods of equal or higher priority are counted on their nodes the way
+the per-node path counts them (see :meth:`FastPath.nominated`).
 
 Scoring reproduces each supported plugin's integers (Go's truncating division, the same float64
 operations where upstream uses floats), normalisation and weights. Host selection replays the
@@ -22,6 +23,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -29,9 +31,10 @@ import numpy as np
 from kopf_scheduler.cache.node_info import NodeInfo
 from kopf_scheduler.cache.snapshot import Snapshot
 from kopf_scheduler.framework.cycle_state import CycleState
+from kopf_scheduler.framework.handle import PodNominator
 from kopf_scheduler.framework.interfaces import MAX_NODE_SCORE
 from kopf_scheduler.framework.runtime import Framework
-from kopf_scheduler.framework.status import Code, Status
+from kopf_scheduler.framework.status import Status
 from kopf_scheduler.framework.types import NodePluginScores, NodeToStatus
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.resources import CPU, Resource
@@ -55,6 +58,7 @@ from kopf_scheduler.plugins import node_resources_balanced_allocation as balance
 from kopf_scheduler.plugins.node_resources_fit import LEAST_ALLOCATED
 from kopf_scheduler.plugins.node_unschedulable import UNSCHEDULABLE_TAINT
 from kopf_scheduler.plugins.resource_allocation import is_scalar_resource_name
+from kopf_scheduler.queue.nominator import Nominator
 from kopf_scheduler.scheduler.fast_path.mirror import (
     NODE_NAME_FIELD,
     SAFE_LIMIT,
@@ -91,24 +95,98 @@ class FilterResult:
 
 @dataclass
 class ScoreResult:
-    """Per-plugin weighted scores and totals for the feasible nodes, in the same order."""
+    """Per-plugin weighted scores and totals for the feasible nodes, in the same order.
 
-    names: list[str]
+    Node names are looked up only when asked for: most attempts need just the winner's.
+    """
+
+    positions: IntArray
+    all_names: list[str]
+    """The mirror's node names (by position) when the scores were computed."""
     plugin_scores: list[tuple[str, IntArray]]
     totals: IntArray
+
+    def name(self, index: int) -> str:
+        return self.all_names[int(self.positions[index])]
+
+    def names(self) -> list[str]:
+        all_names = self.all_names
+        return [all_names[position] for position in self.positions.tolist()]
 
     def node_plugin_scores(self) -> list[NodePluginScores]:
         """The same list the per-node ``run_score`` builds."""
         columns = [(name, values.tolist()) for name, values in self.plugin_scores]
         totals = self.totals.tolist()
         result = []
-        for index, node in enumerate(self.names):
+        for index, node in enumerate(self.names()):
             result.append(
                 NodePluginScores(
                     node, {name: values[index] for name, values in columns}, totals[index]
                 )
             )
         return result
+
+
+def _nominated_loads(
+    nominator: PodNominator, mirror: NodeMirror, pod: Pod
+) -> list[tuple[int, int, int, int, int]]:
+    """``(position, cpu, memory, ephemeral storage, pod count)`` of the nominated pods that
+    count against ``pod`` on each node: those of equal or higher priority other than ``pod``,
+    as :meth:`~kopf_scheduler.queue.nominator.Nominator.nominated_pods_for_node` returns them
+    (the queued object, or an identity-only stub: priority 0, no requests)."""
+    position = mirror.position
+    priority = pod.priority
+    uid = pod.uid
+    loads: list[tuple[int, int, int, int, int]] = []
+    if type(nominator) is Nominator:
+        # The walk nominated_pods_for_node does, without building stub pods.
+        lookup = nominator.lookup
+        stub_counts = priority <= 0
+        for name, refs in nominator._by_node.items():
+            index = position.get(name)
+            if index is None:
+                continue
+            cpu = memory = ephemeral = count = 0
+            for ref in refs:
+                current = lookup(f"{ref.namespace}/{ref.name}") if lookup is not None else None
+                if current is None:
+                    if stub_counts and (ref.uid or f"{ref.namespace}/{ref.name}") != uid:
+                        count += 1
+                    continue
+                if current.priority < priority or current.uid == uid:
+                    continue
+                requests = current.requests
+                if requests.scalar and any(
+                    is_scalar_resource_name(name) for name in requests.scalar
+                ):
+                    raise Fallback
+                cpu += requests.milli_cpu
+                memory += requests.memory
+                ephemeral += requests.ephemeral_storage
+                count += 1
+            if count:
+                loads.append((index, cpu, memory, ephemeral, count))
+        return loads
+    nominations = getattr(nominator, "nominations", None)
+    names = list(nominations()) if callable(nominations) else mirror.names
+    for name in names:
+        index = position.get(name)
+        if index is None:
+            continue
+        cpu = memory = ephemeral = count = 0
+        for other in nominator.nominated_pods_for_node(name):
+            if other.priority < priority or other.uid == uid:
+                continue
+            requests = other.requests
+            if requests.scalar and any(is_scalar_resource_name(name) for name in requests.scalar):
+                raise Fallback
+            cpu += requests.milli_cpu
+            memory += requests.memory
+            ephemeral += requests.ephemeral_storage
+            count += 1
+        if count:
+            loads.append((index, cpu, memory, ephemeral, count))
+    return loads
 
 
 class FreeColumns:
@@ -170,7 +248,7 @@ class FastPath:
         self._untolerated: dict[tuple[tuple[str, str, str, str], ...], BoolArray] = {}
         self._prefer_counts: dict[tuple[tuple[str, str, str, str], ...], IntArray] = {}
         self._nominated_cache: (
-            tuple[CycleState, tuple[str, int], Snapshot | None, list[int], FreeColumns] | None
+            tuple[CycleState, tuple[str, int], Snapshot | None, FreeColumns] | None
         ) = None
         self.used_filter = 0
         self.used_score = 0
@@ -209,30 +287,18 @@ class FastPath:
         if not mirror.safe or mirror.size == 0:
             return None
         try:
-            special, free = self.nominated(framework, state, pod)
+            free = self.nominated(framework, state, pod)
             failures = self.step_failures(steps, state, pod, free=free)
         except Fallback:
             return None
         size = mirror.size
         if failures:
-            rejects = failures[0][1].copy() if len(failures) == 1 else failures[0][1] | failures[1][1]
-            for _, fails in failures[2:]:
+            rejects = failures[0][1].copy()
+            for _, fails in failures[1:]:
                 rejects |= fails
             feasible_mask = ~rejects
         else:
             feasible_mask = np.ones(size, dtype=np.bool_)
-        special_status: dict[int, Status] = {}
-        for index in special:
-            status = framework.run_filter_plugins_with_nominated_pods(
-                state, pod, mirror.infos[index]
-            )
-            if status.code == Code.SUCCESS:
-                feasible_mask[index] = True
-            elif status.is_rejected():
-                feasible_mask[index] = False
-                special_status[index] = status
-            else:
-                return None
 
         start = start_index % size
         rotated = np.concatenate((feasible_mask[start:], feasible_mask[:start]))
@@ -251,7 +317,6 @@ class FastPath:
             steps,
             rejected,
             self._signatures(steps, failures, state, rejected, free),
-            special_status,
             statuses,
             add_status,
         ):
@@ -268,8 +333,7 @@ class FastPath:
         free: FreeColumns,
     ) -> IntArray:
         """What rejects each node at ``positions``: the first failing Filter's index times
-        the stride, plus (when that is NodeResourcesFit) which resources fall short. -1 when no
-        modelled Filter rejects the node (its status then comes from the real plugins)."""
+        the stride, plus (when that is NodeResourcesFit) which resources fall short."""
         first = np.full(len(positions), -1, dtype=np.int64)
         for index, fails in reversed(failures):
             first[fails[positions]] = index
@@ -291,7 +355,6 @@ class FastPath:
         steps: tuple[Step, ...],
         rejected: IntArray,
         signatures: IntArray,
-        special_status: dict[int, Status],
         statuses: NodeToStatus,
         add_status: Callable[[Status], None],
     ) -> bool:
@@ -305,7 +368,7 @@ class FastPath:
         codes = signatures.tolist()
         by_signature: dict[int, Status] = {}
         for index, code in zip(positions, codes, strict=True):
-            if index in special_status or code in by_signature:
+            if code in by_signature:
                 continue
             status = framework.run_filter_plugins_with_nominated_pods(
                 state, pod, mirror.infos[index]
@@ -316,41 +379,26 @@ class FastPath:
                 return False
             by_signature[code] = status
         names = mirror.names
-        seen: set[int] = set()
-        for index, code in zip(positions, codes, strict=True):
-            status = special_status.get(index) or by_signature[code]
-            statuses.set(names[index], status)
-            if id(status) not in seen:
-                seen.add(id(status))
-                add_status(status)
+        statuses.explicit().update(
+            zip(
+                [names[index] for index in positions],
+                [by_signature[code] for code in codes],
+                strict=True,
+            )
+        )
+        for status in by_signature.values():
+            add_status(status)
         return True
 
-    def nominated_positions(self, framework: Framework) -> list[int]:
-        """Positions of nodes with nominated pods."""
-        nominator = framework.handle.nominator
-        nominations = getattr(nominator, "nominations", None)
-        position = self.mirror.position
-        if callable(nominations):
-            nodes = nominations()
-            return [position[name] for name in nodes if name in position]
-        return [
-            index
-            for index, name in enumerate(self.mirror.names)
-            if nominator.nominated_pods_for_node(name)
-        ]
+    def nominated(self, framework: Framework, state: CycleState, pod: Pod) -> FreeColumns:
+        """The free-capacity columns with the nominated pods that count against ``pod`` (equal
+        or higher priority, not ``pod`` itself) taken off their nodes.
 
-    def nominated(
-        self, framework: Framework, state: CycleState, pod: Pod
-    ) -> tuple[list[int], FreeColumns]:
-        """How nominated pods bear on this attempt.
-
-        Returns the nodes that must run the real plugins (all nodes with nominated pods when a
-        PreFilter extension would update cycle state for them, else none) and the free-capacity
-        columns with the requests of the nominated pods that count against ``pod`` (equal or
-        higher priority, not ``pod`` itself) taken off their nodes. Counting them this way is
-        exact: the per-node path filters with them added, and a node that fits with them fits
-        without them too, since the remaining modelled Filters do not depend on pods.
-        Cached for the attempt (the PostFilter dry run asks again).
+        Counting them this way is exact: the per-node path filters a node with them added and,
+        if it fits, again without them; with only the modelled Filters active (PreFilter
+        extensions would update cycle state per added pod, so they must be inactive) a node
+        that fits with more pods also fits with fewer. Cached for the attempt, since the
+        PostFilter dry run asks again.
         """
         cached = self._nominated_cache
         if (
@@ -359,47 +407,27 @@ class FastPath:
             and cached[1] == (pod.uid, pod.priority)
             and cached[2] is self.mirror.snapshot
         ):
-            return cached[3], cached[4]
+            return cached[3]
+        if self.extensions_active(framework, state):
+            raise Fallback
         mirror = self.mirror
-        positions = self.nominated_positions(framework)
         free = FreeColumns(mirror.free_cpu, mirror.free_mem, mirror.free_eph, mirror.free_pods)
-        special: list[int] = []
-        if positions and self.extensions_active(framework, state):
-            special = positions
-        elif positions:
-            nominator = framework.handle.nominator
-            names = mirror.names
-            priority = pod.priority
-            uid = pod.uid
-            loads: list[tuple[int, int, int, int, int]] = []
-            for index in positions:
-                cpu = memory = ephemeral = count = 0
-                for other in nominator.nominated_pods_for_node(names[index]):
-                    if other.priority >= priority and other.uid != uid:
-                        requests = other.requests
-                        if any(is_scalar_resource_name(name) for name in requests.scalar):
-                            raise Fallback
-                        cpu += requests.milli_cpu
-                        memory += requests.memory
-                        ephemeral += requests.ephemeral_storage
-                        count += 1
-                if count:
-                    loads.append((index, cpu, memory, ephemeral, count))
-            if loads:
-                table = np.array(loads, dtype=np.int64)
-                if np.abs(table).max() >= SAFE_LIMIT:
-                    raise Fallback
-                where = table[:, 0]
-                free = FreeColumns(
-                    free.cpu.copy(), free.memory.copy(), free.ephemeral.copy(), free.pods.copy()
-                )
-                free.cpu[where] -= table[:, 1]
-                free.memory[where] -= table[:, 2]
-                free.ephemeral[where] -= table[:, 3]
-                free.pods[where] -= table[:, 4]
-                free.extra = {row[0]: row[1:] for row in loads}
-        self._nominated_cache = (state, (pod.uid, pod.priority), mirror.snapshot, special, free)
-        return special, free
+        loads = _nominated_loads(framework.handle.nominator, mirror, pod)
+        if loads:
+            table = np.array(loads, dtype=np.int64)
+            if table.min() < 0 or table.max() >= SAFE_LIMIT:
+                raise Fallback
+            where = table[:, 0]
+            free = FreeColumns(
+                free.cpu.copy(), free.memory.copy(), free.ephemeral.copy(), free.pods.copy()
+            )
+            free.cpu[where] -= table[:, 1]
+            free.memory[where] -= table[:, 2]
+            free.ephemeral[where] -= table[:, 3]
+            free.pods[where] -= table[:, 4]
+            free.extra = {row[0]: row[1:] for row in loads}
+        self._nominated_cache = (state, (pod.uid, pod.priority), mirror.snapshot, free)
+        return free
 
     @staticmethod
     def extensions_active(framework: Framework, state: CycleState) -> bool:
@@ -507,7 +535,7 @@ class FastPath:
         if any(is_scalar_resource_name(name) for name in request.scalar):
             raise Fallback
         wanted = (request.milli_cpu, request.memory, request.ephemeral_storage)
-        if not all(-SAFE_LIMIT < value < SAFE_LIMIT for value in wanted):
+        if not all(0 <= value < SAFE_LIMIT for value in wanted):
             raise Fallback
         return request
 
@@ -624,9 +652,8 @@ class FastPath:
                 totals += weighted
         except Fallback:
             return None
-        names = self.mirror.names
         self.used_score += 1
-        return ScoreResult([names[i] for i in positions.tolist()], plugin_scores, totals)
+        return ScoreResult(positions, self.mirror.names, plugin_scores, totals)
 
     def _plugin_scores(
         self, step: Step, state: CycleState, pod: Pod, positions: IntArray
@@ -690,23 +717,31 @@ class FastPath:
         least = plugin.args.scoring_strategy.type == LEAST_ALLOCATED
         count = len(positions)
         total = np.zeros(count, dtype=np.int64)
-        weight_sum = np.zeros(count, dtype=np.int64)
+        weight_sum: IntArray | int = 0
         for spec, request in zip(scorer.resources, pod_requests, strict=True):
-            if not -SAFE_LIMIT < request < SAFE_LIMIT:
+            if not 0 <= request < SAFE_LIMIT:
                 raise Fallback
             allocatable_column, requested_column = self._resource_columns(spec.name, False)
             allocatable = allocatable_column[positions]
             requested = requested_column[positions] + request
             present = allocatable != 0
-            safe = np.where(present, allocatable, 1)
+            everywhere = bool(present.all())
+            divisor = allocatable if everywhere else np.where(present, allocatable, 1)
             if least:
-                value = np.where(
-                    requested > allocatable, 0, (allocatable - requested) * MAX_NODE_SCORE // safe
-                )
+                # Overfull (requested > allocatable) gives a negative quotient: clamp to 0.
+                value = np.maximum((allocatable - requested) * MAX_NODE_SCORE // divisor, 0)
             else:
-                value = np.minimum(requested, allocatable) * MAX_NODE_SCORE // safe
-            total += np.where(present, value * spec.weight, 0)
-            weight_sum += np.where(present, spec.weight, 0)
+                value = np.minimum(requested, allocatable) * MAX_NODE_SCORE // divisor
+            if everywhere:
+                total += value * spec.weight
+                weight_sum = weight_sum + spec.weight
+            else:
+                total += np.where(present, value * spec.weight, 0)
+                weight_sum = weight_sum + np.where(present, spec.weight, 0)
+        if isinstance(weight_sum, int):
+            if weight_sum == 0:
+                return np.zeros(count, dtype=np.int64)
+            return total // weight_sum
         return np.where(weight_sum == 0, 0, total // np.where(weight_sum == 0, 1, weight_sum))
 
     def _balanced_scores(
@@ -722,23 +757,27 @@ class FastPath:
                 return np.zeros(len(positions), dtype=np.int64)
         fractions = []
         for spec, request in zip(scorer.resources, pod_requests, strict=True):
-            if not -SAFE_LIMIT < request < SAFE_LIMIT:
+            if not 0 <= request < SAFE_LIMIT:
                 raise Fallback
             allocatable_column, requested_column = self._resource_columns(spec.name, True)
             allocatable = allocatable_column[positions]
             requested = requested_column[positions] + request
             present = allocatable != 0
-            fraction = requested.astype(np.float64) / np.where(present, allocatable, 1).astype(
-                np.float64
+            everywhere = bool(present.all())
+            # Integer arrays divide in float64, like float(requested) / float(allocatable).
+            fraction = np.true_divide(
+                requested, allocatable if everywhere else np.where(present, allocatable, 1)
             )
-            fractions.append((present, np.minimum(fraction, 1.0)))
+            fractions.append((everywhere, present, np.minimum(fraction, 1.0)))
         count = len(positions)
         if len(fractions) != 2:
             if len(fractions) > 2:
                 raise Fallback
             return np.full(count, MAX_NODE_SCORE, dtype=np.int64)
-        (present_a, first), (present_b, second) = fractions
-        std = np.where(present_a & present_b, np.abs((first - second) / 2), 0.0)
+        (all_a, present_a, first), (all_b, present_b, second) = fractions
+        std = np.abs((first - second) / 2)
+        if not (all_a and all_b):
+            std = np.where(present_a & present_b, std, 0.0)
         result: IntArray = np.trunc((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
         return result
 
@@ -795,5 +834,8 @@ class FastPath:
 
 
 def feasible_infos(mirror: NodeMirror, positions: IntArray) -> list[NodeInfo]:
-    infos = mirror.infos
-    return [infos[index] for index in positions.tolist()]
+    """The snapshot NodeInfos at ``positions``, in order."""
+    count = len(positions)
+    if count < 2:
+        return [mirror.infos[int(positions[0])]] if count else []
+    return list(itemgetter(*positions.tolist())(mirror.infos))

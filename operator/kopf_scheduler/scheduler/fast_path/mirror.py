@@ -8,8 +8,9 @@ first use) the interned value of any node label a pod selects on. Images get an 
 
 The snapshot tells what changed: ``layout_version`` moves when the node list is rebuilt, and
 ``changed_nodes`` names the nodes replaced in place, so a refresh costs time proportional to the
-change. Values beyond :data:`SAFE_LIMIT` (never seen in real clusters) mark the mirror unsafe and
-the caller falls back to the per-node path, which keeps integer arithmetic exact everywhere.
+change. Negative amounts or amounts beyond :data:`SAFE_LIMIT` (never seen in real clusters) mark
+the mirror unsafe and the caller falls back to the per-node path, which keeps the vectorised
+arithmetic exact (no overflow, exact float conversions, no negative-operand division).
 """
 
 from __future__ import annotations
@@ -179,7 +180,7 @@ class NodeMirror:
             non_zero.milli_cpu,
             non_zero.memory,
         )
-        if all(-SAFE_LIMIT < value < SAFE_LIMIT for value in values):
+        if all(0 <= value < SAFE_LIMIT for value in values):
             self._unsafe.discard(index)
         else:
             self._unsafe.add(index)

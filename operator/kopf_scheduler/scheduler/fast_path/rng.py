@@ -22,29 +22,32 @@ import numpy as np
 
 _WORD_BITS = 32
 _MAX_BULK_N = 2**32 - 1
+_BULK_THRESHOLD = 64
+"""Below this many draws, plain ``randrange`` calls are cheaper than packing words."""
 
 
 def _bulk_draws(rng: random.Random, bounds: Sequence[int]) -> list[int]:
     results: list[int] = []
-    pending = len(bounds)
-    position = 0
-    words: list[int] = []
-    cursor = 0
-    while position < pending:
-        if cursor >= len(words):
-            count = pending - position
-            packed = rng.getrandbits(_WORD_BITS * count).to_bytes(4 * count, "little")
-            words = np.frombuffer(packed, dtype="<u4").tolist()
-            cursor = 0
-        bound = bounds[position]
-        shift = _WORD_BITS - bound.bit_length()
-        while cursor < len(words):
-            value = words[cursor] >> shift
-            cursor += 1
+    append = results.append
+    total = len(bounds)
+    done = 0
+    if not total:
+        return results
+    bound = bounds[0]
+    shift = _WORD_BITS - bound.bit_length()
+    while done < total:
+        # One word per draw still to make: never more than the draws will consume.
+        count = total - done
+        packed = rng.getrandbits(_WORD_BITS * count).to_bytes(4 * count, "little")
+        for word in np.frombuffer(packed, dtype="<u4").tolist():
+            value = word >> shift
             if value < bound:
-                results.append(value)
-                position += 1
-                break
+                append(value)
+                done += 1
+                if done == total:
+                    break
+                bound = bounds[done]
+                shift = _WORD_BITS - bound.bit_length()
     return results
 
 
@@ -68,9 +71,9 @@ BULK_AVAILABLE = _self_check()
 def randrange_many(rng: random.Random, bounds: Sequence[int]) -> list[int]:
     """``[rng.randrange(n) for n in bounds]`` (all ``n`` positive), consuming ``rng`` alike."""
     if (
-        BULK_AVAILABLE
+        len(bounds) >= _BULK_THRESHOLD
+        and BULK_AVAILABLE
         and type(rng) is random.Random
-        and bounds
         and max(bounds) <= _MAX_BULK_N
     ):
         return _bulk_draws(rng, bounds)

@@ -61,7 +61,7 @@ class VictimSearch:
     ) -> Callable[[NodeInfo], VictimSelection | None] | None:
         fast = self.fast_path
         steps = fast.support(framework).filters
-        if steps is None or fast.extensions_active(framework, state):
+        if steps is None:
             return None
         mirror = fast.mirror
         mirror.sync(framework.handle.snapshot)
@@ -72,7 +72,7 @@ class VictimSearch:
         try:
             failures = fast.step_failures(steps, state, preemptor)
             request = fast.fit_request(state) if fit_steps else None
-            _, free = fast.nominated(framework, state, preemptor)
+            free = fast.nominated(framework, state, preemptor)
         except Fallback:
             return None
         static_ok = np.ones(mirror.size, dtype=np.bool_)
@@ -90,22 +90,26 @@ class VictimSearch:
         wanted_memory = request.memory if request is not None else 0
         wanted_ephemeral = request.ephemeral_storage if request is not None else 0
 
-        def shortfall(node_info: NodeInfo, cpu: int, memory: int, ephemeral: int, count: int) -> int:
+        def shortfall(
+            node_info: NodeInfo, cpu: int, memory: int, ephemeral: int, count: int
+        ) -> int:
             """0 when the preemptor fits, else NodeResourcesFit's shortfall signature."""
             if request is None:
                 return 0
             allocatable = node_info.allocatable
-            bits = 1 if count + 1 > allocatable.allowed_pod_number else 0
-            unresolvable = False
-            for wanted, capacity, used, bit in (
-                (wanted_cpu, allocatable.milli_cpu, cpu, 2),
-                (wanted_memory, allocatable.memory, memory, 4),
-                (wanted_ephemeral, allocatable.ephemeral_storage, ephemeral, 8),
+            bits = 0
+            if count + 1 > allocatable.allowed_pod_number:
+                bits = 1
+            if wanted_cpu > 0 and wanted_cpu > allocatable.milli_cpu - cpu:
+                bits |= 18 if wanted_cpu > allocatable.milli_cpu else 2
+            if wanted_memory > 0 and wanted_memory > allocatable.memory - memory:
+                bits |= 20 if wanted_memory > allocatable.memory else 4
+            if (
+                wanted_ephemeral > 0
+                and wanted_ephemeral > allocatable.ephemeral_storage - ephemeral
             ):
-                if wanted > 0 and wanted > capacity - used:
-                    bits |= bit
-                    unresolvable = unresolvable or wanted > capacity
-            return bits | 16 if unresolvable else bits
+                bits |= 24 if wanted_ephemeral > allocatable.ephemeral_storage else 8
+            return bits
 
         def reference(node_info: NodeInfo) -> VictimSelection:
             return select_victims_on_node(
@@ -119,7 +123,9 @@ class VictimSearch:
             potential = [pod for pod in node_info.pods if pod.priority < priority]
             if not potential:
                 self.served += 1
-                return VictimSelection(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS_REASON))
+                return VictimSelection(
+                    Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS_REASON)
+                )
             requested = node_info.requested
             more_cpu, more_memory, more_ephemeral, more_pods = extra.get(index, _NO_EXTRA)
             cpu = requested.milli_cpu + more_cpu
