@@ -223,39 +223,39 @@ class Framework:
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: NodeInfo
     ) -> Status:
-        for plugin in self.plugins.pre_filter:
-            if plugin.name in state.skip_filter_plugins:
-                continue
-            extensions = plugin.pre_filter_extensions()
-            if extensions is None:
-                continue
-            status = extensions.add_pod(state, pod_to_schedule, pod_to_add, node_info)
-            if not status.is_success():
-                return Status.from_error(
-                    RuntimeError(
-                        f"running AddPod on PreFilter plugin {plugin.name!r}: {status.message()}"
-                    ),
-                    plugin.name,
-                )
-        return SUCCESS
+        return self._run_pre_filter_extension(
+            "AddPod", state, pod_to_schedule, pod_to_add, node_info
+        )
 
     def run_pre_filter_extension_remove_pod(
         self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: Pod, node_info: NodeInfo
     ) -> Status:
+        return self._run_pre_filter_extension(
+            "RemovePod", state, pod_to_schedule, pod_to_remove, node_info
+        )
+
+    def _run_pre_filter_extension(
+        self,
+        action: str,
+        state: CycleState,
+        pod_to_schedule: Pod,
+        other: Pod,
+        node_info: NodeInfo,
+    ) -> Status:
+        """Tell every active PreFilter plugin that ``other`` was added to or removed from a node."""
         for plugin in self.plugins.pre_filter:
             if plugin.name in state.skip_filter_plugins:
                 continue
             extensions = plugin.pre_filter_extensions()
             if extensions is None:
                 continue
-            status = extensions.remove_pod(state, pod_to_schedule, pod_to_remove, node_info)
+            method = extensions.add_pod if action == "AddPod" else extensions.remove_pod
+            status = method(state, pod_to_schedule, other, node_info)
             if not status.is_success():
-                return Status.from_error(
-                    RuntimeError(
-                        f"running RemovePod on PreFilter plugin {plugin.name!r}: {status.message()}"
-                    ),
-                    plugin.name,
+                message = (
+                    f"running {action} on PreFilter plugin {plugin.name!r}: {status.message()}"
                 )
+                return Status.from_error(RuntimeError(message), plugin.name)
         return SUCCESS
 
     def run_filter_plugins(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
