@@ -60,24 +60,36 @@ def test_leader_failover_binds_every_pod_exactly_once(env: TestEnv, schedulers: 
     for name in everyone:
         assert env.wait_bound(name, timeout=30) == node
 
-    def one_scheduled_event_each() -> bool:
+    # Events are posted asynchronously, as kube-scheduler's are: a pod the killed leader bound in
+    # its last moments may never get its Scheduled event. Every pod bound after the takeover must
+    # have exactly one, and no pod may have two (that would be a second binding).
+    lossy = set(racing)
+
+    def scheduled_counts() -> dict[str, int]:
         events = env.events()
-        return all(len(events_for(events, name, "Scheduled")) == 1 for name in everyone)
+        return {name: len(events_for(events, name, "Scheduled")) for name in everyone}
+
+    def settled() -> bool:
+        counts = scheduled_counts()
+        return all(counts[n] == 1 or (n in lossy and counts[n] == 0) for n in everyone)
 
     wait_until(
-        one_scheduled_event_each,
+        settled,
         timeout=15,
-        what="exactly one Scheduled event for every pod",
-        describe=lambda: {n: len(events_for(env.events(), n, "Scheduled")) for n in everyone},
+        what="one Scheduled event per pod (at most one for pods bound at the kill)",
+        describe=scheduled_counts,
     )
     events = env.events()
     for name in everyone:
-        [scheduled] = events_for(events, name, "Scheduled")
+        assert env.watch.ever_bound_to(name) == {node}
+        assert not events_for(events, name, "FailedScheduling"), events_for(events, name)
+        found = events_for(events, name, "Scheduled")
+        if not found and name in lossy:
+            continue
+        [scheduled] = found
         assert occurrences(scheduled) == 1, scheduled
         assert scheduled["reportingController"] == SCHEDULER_NAME
         assert scheduled["note"] == f"Successfully assigned {env.namespace}/{name} to {node}"
-        assert not events_for(events, name, "FailedScheduling"), events_for(events, name)
-        assert env.watch.ever_bound_to(name) == {node}
 
 
 def test_restart_mid_queue_leaves_no_pod_behind(env: TestEnv, schedulers: Schedulers) -> None:
