@@ -24,6 +24,7 @@ from kopf_scheduler.framework.status import SKIP, SUCCESS, Status
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.plugins.resource_allocation import (
     DEFAULT_RESOURCES,
+    PodRequestsState,
     ResourceAllocationScorer,
     ResourceSpec,
     parse_resource_specs,
@@ -76,17 +77,7 @@ class Args:
         return cls(resources)
 
 
-class _PreScoreState:
-    __slots__ = ("pod_requests",)
-
-    def __init__(self, pod_requests: list[int]) -> None:
-        self.pod_requests = pod_requests
-
-    def clone(self) -> _PreScoreState:
-        return self
-
-
-PRE_SCORE_KEY: StateKey[_PreScoreState] = StateKey("PreScore" + NAME)
+PRE_SCORE_KEY: StateKey[PodRequestsState] = StateKey("PreScore" + NAME)
 
 
 class NodeResourcesBalancedAllocation:
@@ -102,7 +93,7 @@ class NodeResourcesBalancedAllocation:
         pod_requests = self.scorer.pod_request_list(pod)
         if self.scorer.is_best_effort(pod_requests):
             return SKIP
-        state.write(PRE_SCORE_KEY, _PreScoreState(pod_requests))
+        state.write(PRE_SCORE_KEY, PodRequestsState(pod_requests))
         return SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:

@@ -35,6 +35,7 @@ from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resource
 from kopf_scheduler.plugins.resource_allocation import (
+    PodRequestsState,
     ResourceAllocationScorer,
     ResourceSpec,
     Scorer,
@@ -269,18 +270,8 @@ class _PreFilterState:
         return self
 
 
-class _PreScoreState:
-    __slots__ = ("pod_requests",)
-
-    def __init__(self, pod_requests: list[int]) -> None:
-        self.pod_requests = pod_requests
-
-    def clone(self) -> _PreScoreState:
-        return self
-
-
 PRE_FILTER_KEY: StateKey[_PreFilterState] = StateKey("PreFilter" + NAME)
-PRE_SCORE_KEY: StateKey[_PreScoreState] = StateKey("PreScore" + NAME)
+PRE_SCORE_KEY: StateKey[PodRequestsState] = StateKey("PreScore" + NAME)
 
 
 # --------------------------------------------------------------------------------------------
@@ -396,7 +387,7 @@ class NodeResourcesFit:
         return status_for(insufficient)
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
-        state.write(PRE_SCORE_KEY, _PreScoreState(self.scorer.pod_request_list(pod)))
+        state.write(PRE_SCORE_KEY, PodRequestsState(self.scorer.pod_request_list(pod)))
         return SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
