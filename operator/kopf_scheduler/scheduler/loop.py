@@ -408,7 +408,7 @@ class Scheduler:
             self.queue.add_unschedulable_if_not_present(qpi, self.queue.scheduling_cycle)
         self.queue.nominator.add_nominated_pod(qpi.pod, nominating)
 
-        message = str(fit) if fit is not None else status.message()
+        message = status.message()  # for a FitError, its text (built once, by the caller)
         logger.info(
             "pod_unschedulable" if rejected else "pod_scheduling_error",
             pod=pod.key,
