@@ -108,7 +108,6 @@ class EventHandlers:
         self.scheduler = scheduler
         self.store = store
         self.workloads = workloads
-        self._nodes: dict[str, Node] = {}
 
     # Nodes -------------------------------------------------------------------------------------
 
@@ -117,7 +116,6 @@ class EventHandlers:
         cache = self.scheduler.cache
         queue = self.scheduler.queue
         if event_type == DELETED:
-            self._nodes.pop(name, None)
             cache.remove_node(name)
             self.scheduler.nominations.node_gone(name, "node deleted")
             queue.move_all_to_active_or_backoff_queue(NODE_DELETE, None, None)
@@ -126,11 +124,9 @@ class EventHandlers:
             node = Node(raw)
         except InvalidObjectError as error:
             logger.error("malformed_node_ignored", node=name, reason=str(error))
-            self._nodes.pop(name, None)
             cache.remove_node(name)
             return
-        old = self._nodes.get(name)
-        self._nodes[name] = node
+        old = self.get_node(name)
         cache.add_node(node)
         if old is None:
             queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, node)
@@ -141,7 +137,9 @@ class EventHandlers:
             queue.move_all_to_active_or_backoff_queue(event, old, node)
 
     def get_node(self, name: str) -> Node | None:
-        return self._nodes.get(name)
+        """The node as the cache last saw it (``None`` once deleted)."""
+        info = self.scheduler.cache.get_node_info(name)
+        return info.node if info is not None else None
 
     # Workloads (Services and controllers, for default topology spreading) -----------------------
 
