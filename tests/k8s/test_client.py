@@ -11,7 +11,7 @@ import yaml
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config import incluster_config
 
-from kopf_scheduler.k8s.client import Api, load_configuration, make_api
+from kopf_scheduler.k8s.client import Api, load_configuration, make_api, proxy_from_environment
 from kopf_scheduler.k8s.errors import ClientConfigError
 from kopf_scheduler.k8s.ratelimit import TokenBucket
 from kopf_scheduler.ports import ApiError
@@ -213,3 +213,67 @@ async def test_inside_a_pod_without_a_token_the_error_says_in_cluster(
 
     with pytest.raises(ClientConfigError, match="in-cluster"):
         await make_api(None)
+
+
+async def test_the_session_does_not_read_the_environment_per_request(
+    kmock: kmock.RawHandler, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    kubeconfig = write_kubeconfig(tmp_path / "config", str(kmock.url).rstrip("/"), "t")
+
+    api = await make_api(str(kubeconfig))
+    try:
+        assert api.client.rest_client.pool_manager.trust_env is False
+        assert api.client.rest_client.proxy is None
+    finally:
+        await api.close()
+
+
+async def test_a_proxy_from_the_environment_is_resolved_once_at_start(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    kubeconfig = write_kubeconfig(tmp_path / "config", "https://api.example:6443", "t")
+
+    api = await make_api(str(kubeconfig))
+    try:
+        assert api.client.rest_client.proxy == "http://proxy.example:3128"
+        assert api.client.rest_client.pool_manager.trust_env is False
+    finally:
+        await api.close()
+
+
+@pytest.mark.parametrize(
+    ("no_proxy", "expected"),
+    [
+        ("", "http://proxy.example:3128"),
+        ("api.example", None),
+        (".example", None),
+        ("other.example", "http://proxy.example:3128"),
+    ],
+)
+def test_no_proxy_exempts_the_api_server(
+    monkeypatch: pytest.MonkeyPatch, no_proxy: str, expected: str | None
+) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.setenv("NO_PROXY", no_proxy)
+
+    assert proxy_from_environment("https://api.example:6443") == expected
+
+
+def test_without_proxy_variables_there_is_no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in (
+        "HTTPS_PROXY",
+        "https_proxy",
+        "HTTP_PROXY",
+        "http_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ):
+        monkeypatch.delenv(name, raising=False)
+
+    assert proxy_from_environment("https://api.example:6443") is None

@@ -3,8 +3,15 @@
 kubernetes-asyncio provides authentication (kubeconfig, in-cluster service account, token refresh)
 and the HTTP connection pool; nothing else of it is used. Requests go through
 ``ApiClient.call_api`` without a response type and with ``_preload_content=False``, and the body is
-parsed here with ``json``: building the client's model classes costs about 340 µs per pod against
-about 20 µs for a plain dict, and the rest of the scheduler reads plain dicts anyway.
+parsed here into plain dicts: building the client's model classes costs about 340 µs per pod
+against about 20 µs for a dict, and the rest of the scheduler reads dicts anyway. The parser is
+``orjson``, about twice as fast as ``json`` on pod-sized objects, which counts on watch streams.
+
+kubernetes-asyncio opens its aiohttp session with ``trust_env=True``, which makes aiohttp look up
+proxy variables (in a worker thread) and read ``~/.netrc`` on every single request; at hundreds of
+bindings per second that was a fifth of the process's CPU. The proxy is therefore resolved once
+from the environment when the client is made (``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY``, like
+client-go) and the per-request lookup is switched off.
 
 Every request waits for the shared token bucket (``ratelimit``), is retried on overload and network
 failures (``retry``), and fails with a ``ports`` error (``errors``), never a library exception.
@@ -14,13 +21,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
-from collections.abc import Mapping
+import urllib.parse
+import urllib.request
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
+import orjson
 from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
@@ -76,8 +86,8 @@ def decode(body: bytes, status: int = 200) -> dict[str, Any]:
     if not body:
         return {}
     try:
-        parsed = json.loads(body)
-    except ValueError as error:
+        parsed = orjson.loads(body)
+    except orjson.JSONDecodeError as error:
         raise ApiError(status, "InvalidResponse", f"the reply is not JSON: {error}") from None
     return parsed if isinstance(parsed, dict) else {}
 
@@ -201,6 +211,42 @@ class Api:
             if not token:
                 return ListResult(items, str(metadata.get("resourceVersion") or ""))
 
+    async def watch(
+        self, path: str, query: Mapping[str, str], *, timeout: float
+    ) -> AsyncIterator[dict[str, Any]]:
+        """The events of one WATCH request on ``path``, decoded, until the server ends the stream.
+
+        ``query`` must carry ``watch=true`` and the watch options; ``timeout`` bounds the whole
+        request (give the server's ``timeoutSeconds`` some slack). A non-200 reply raises its
+        ``ports`` error; a dropped connection raises :class:`TransportError`. Not retried: the
+        caller resumes from the last resourceVersion it saw.
+        """
+        await self.limiter.acquire()
+        try:
+            response = await self.client.call_api(
+                path,
+                "GET",
+                query_params=list(query.items()),
+                header_params={"Accept": JSON},
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=aiohttp.ClientTimeout(total=timeout, sock_connect=DEFAULT_TIMEOUT),
+            )
+        except LIBRARY_EXCEPTIONS as exc:
+            raise from_exception(exc) from exc
+        try:
+            if response.status != 200:
+                payload = await response.read()
+                raise from_response(int(response.status), payload, str(response.reason or ""))
+            try:
+                async for line in response.content:
+                    if line.strip():
+                        yield decode(line)
+            except LIBRARY_EXCEPTIONS as exc:
+                raise from_exception(exc) from exc
+        finally:
+            response.release()
+
     async def _send(
         self,
         method: str,
@@ -306,8 +352,11 @@ async def make_api(
     background until :meth:`Api.close`.
     """
     configuration, loader = await load_configuration(kubeconfig, context)
+    if not configuration.proxy:
+        configuration.proxy = proxy_from_environment(str(configuration.host))
     client = ApiClient(configuration)
     client.user_agent = USER_AGENT
+    disable_per_request_environment_lookup(client)
     api = Api(
         client,
         limiter=limiter_for(qps, burst),
@@ -319,6 +368,29 @@ async def make_api(
     if loader is not None:
         api._background = asyncio.create_task(_refresh_tokens(loader, configuration))
     return api
+
+
+def proxy_from_environment(server: str) -> str | None:
+    """The proxy the environment names for ``server`` (``None`` if none, or if NO_PROXY says so)."""
+    parsed = urllib.parse.urlsplit(server)
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(parsed.scheme or "https") or proxies.get("all")
+    if not proxy:
+        return None
+    if parsed.hostname and urllib.request.proxy_bypass(parsed.hostname):
+        return None
+    return proxy
+
+
+def disable_per_request_environment_lookup(client: Any) -> None:
+    """Stop aiohttp from reading proxy variables and ~/.netrc on every request of ``client``.
+
+    ``_trust_env`` is the session's own switch (one of the attributes aiohttp allows setting);
+    kubernetes-asyncio offers no way to pass ``trust_env=False``.
+    """
+    session = getattr(getattr(client, "rest_client", None), "pool_manager", None)
+    if session is not None and hasattr(session, "_trust_env"):
+        session._trust_env = False
 
 
 async def _refresh_tokens(loader: Any, configuration: Any) -> None:

@@ -1,10 +1,10 @@
 """``kopf-scheduler run``: the scheduler as a process in a cluster.
 
 Order of events: read and validate the configuration (a bad file stops here, naming the field);
-connect; LIST everything into the cache; serve /healthz, /readyz and /metrics; start kopf's
-watches; campaign for the Lease (only the leader pops and binds; followers keep their caches
-warm); schedule until SIGTERM or SIGINT; then stop popping, let in-flight bindings finish (or be
-forgotten) for a bounded time, release the Lease, and exit.
+connect; LIST everything into the cache (pods last); serve /healthz, /readyz and /metrics; start
+kopf's watches and the pod reflector's; campaign for the Lease (only the leader pops and binds;
+followers keep their caches warm); schedule until SIGTERM or SIGINT; then stop popping, let
+in-flight bindings finish (or be forgotten) for a bounded time, release the Lease, and exit.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from kopf_scheduler.k8s.events import ApiEventRecorder
 from kopf_scheduler.k8s.lease import LeaderElector
 from kopf_scheduler.k8s.metrics import PrometheusMetrics
 from kopf_scheduler.k8s.ratelimit import limiter_for
+from kopf_scheduler.k8s.reflector import Reflector
 from kopf_scheduler.k8s.status import ApiPodStatusWriter
 from kopf_scheduler.logs import configure_logging
 from kopf_scheduler.ports import ApiError
@@ -46,7 +47,7 @@ from kopf_scheduler.scheduler.loop import Scheduler
 from kopf_scheduler.service.annotations import StatusAnnotationWriter
 from kopf_scheduler.service.explanations import ExplanationRecorder
 from kopf_scheduler.service.health import HealthServer
-from kopf_scheduler.service.sync import Synchronizer
+from kopf_scheduler.service.sync import COLLECTIONS, Synchronizer
 
 logger = structlog.get_logger("kopf_scheduler.service")
 
@@ -54,6 +55,10 @@ EXIT_CONFIG = 2
 SHUTDOWN_GRACE = 10.0
 CONFIRM_GRACE = 2.0
 RESYNC_PERIOD = 300.0
+PODS_PATH = "/api/v1/pods"
+KOPF_COLLECTIONS = tuple((kind, path) for kind, path in COLLECTIONS if kind != "Pod")
+"""What kopf watches and the periodic resync re-lists; pods have their own reflector, whose
+relists after 410 Gone deliver the deletions a resync would find."""
 
 
 @dataclass
@@ -135,7 +140,8 @@ class Operator:
             workload_selectors=self.workloads,
         )
         self.handlers = EventHandlers(self.scheduler, self.store, self.workloads)
-        self.sync = Synchronizer(_Lister(api), self.handlers)
+        self.sync = Synchronizer(_Lister(api), self.handlers, KOPF_COLLECTIONS)
+        self.pods = Reflector(api, PODS_PATH, self.handlers.on_pod)
         election = config.leader_election
         self.elector: LeaderElector | None = None
         if election.leader_elect:
@@ -156,7 +162,7 @@ class Operator:
             host=options.health_host,
             port=options.health_port,
             registry=self.metrics.registry,
-            is_synced=lambda: self.sync.synced,
+            is_synced=lambda: self.sync.synced and self.pods.synced,
             is_leader=self.is_leader,
         )
 
@@ -206,6 +212,7 @@ class Operator:
     async def run(self) -> int:
         await self.events.start()
         await self.sync.list_all()
+        await self.pods.list()
         logger.info(
             "caches_synced",
             nodes=self.scheduler.cache.node_count(),
@@ -227,6 +234,7 @@ class Operator:
                 ),
                 name="kopf",
             ),
+            asyncio.create_task(self.pods.run(), name="pod-watch"),
             asyncio.create_task(self.scheduler.run(self.stop), name="scheduler"),
             asyncio.create_task(self._resync_periodically(), name="resync"),
         ]
@@ -291,7 +299,7 @@ class Operator:
                 logger.warning("binding_abandoned", pod=pod.key, node=pod.node_name)
         kopf_stop.set()
         for task in tasks:
-            if task.get_name() in ("resync",):
+            if task.get_name() in ("resync", "pod-watch"):
                 task.cancel()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), SHUTDOWN_GRACE)

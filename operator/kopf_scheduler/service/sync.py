@@ -55,15 +55,23 @@ def _route(handlers: EventHandlers, kind: str) -> Callable[[str, Mapping[str, An
 
 
 class Synchronizer:
-    def __init__(self, lister: Lister, handlers: EventHandlers) -> None:
+    """Lists ``collections`` (kind, path) in order; by default every collection the cache needs."""
+
+    def __init__(
+        self,
+        lister: Lister,
+        handlers: EventHandlers,
+        collections: tuple[tuple[str, str], ...] = COLLECTIONS,
+    ) -> None:
         self._lister = lister
         self._handlers = handlers
-        self._seen: dict[str, dict[str, Mapping[str, Any]]] = {kind: {} for kind, _ in COLLECTIONS}
+        self._collections = collections
+        self._seen: dict[str, dict[str, Mapping[str, Any]]] = {kind: {} for kind, _ in collections}
         self.synced = False
 
     async def list_all(self) -> None:
         """LIST every collection in dependency order and feed it in; then mark the cache synced."""
-        for kind, path in COLLECTIONS:
+        for kind, path in self._collections:
             items = await self._lister.list_items(path)
             route = _route(self._handlers, kind)
             fresh: dict[str, Mapping[str, Any]] = {}

@@ -1,0 +1,179 @@
+"""List-then-watch of one collection, delivering raw objects to a callback (client-go's Reflector).
+
+Pods are the one collection whose events arrive by the thousand per second while a scheduler is
+busy: every pod is created, bound and started, so each brings at least three events. kopf
+processes every event of every object through its per-object worker, cause detection, handler
+invocation with a dozen keyword arguments and patch application. Profiled end to end on the local
+control plane (py-spy, 2,200 pods on 1,000 nodes), that took a third of the process's CPU, about
+0.7 ms per pod event: more than the scheduling cycles and the bindings together, and every
+binding waiting to resume in the same event loop waited behind it. The scheduler needs none of
+that machinery for pods (it never patches through kopf, has no change handlers, keeps its own
+state), so pods are watched here with one streaming request and one JSON decode per event; the
+less busy collections stay with kopf. With this, end-to-end throughput on the same run rose from
+0.6x to 1.2x kube-scheduler's.
+
+Semantics follow client-go's reflector:
+
+- :meth:`Reflector.list` LISTs the collection (paged), delivers every object as ``ADDED``, delivers
+  ``DELETED`` for objects it knew that are gone, and remembers the list's resourceVersion;
+- :meth:`Reflector.run` WATCHes from the last resourceVersion with bookmarks, delivers each event,
+  and opens the next watch where the previous one ended; after ``410 Gone`` (the version is too
+  old) it lists again, so deletions that happened in between are still delivered; after other
+  failures it waits with a capped exponential backoff and resumes from the same version.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import structlog
+
+from kopf_scheduler.k8s.client import Api
+from kopf_scheduler.ports import ApiError
+
+logger = structlog.get_logger("kopf_scheduler.k8s.reflector")
+
+ADDED = "ADDED"
+MODIFIED = "MODIFIED"
+DELETED = "DELETED"
+BOOKMARK = "BOOKMARK"
+ERROR = "ERROR"
+
+MIN_WATCH_SECONDS = 300
+"""Watches ask the server to end them after 5–10 minutes (random), as client-go's do, so that a
+silently broken connection does not go unnoticed forever."""
+TIMEOUT_SLACK = 30.0
+INITIAL_BACKOFF = 0.8
+MAX_BACKOFF = 30.0
+
+Deliver = Callable[[str, dict[str, Any]], None]
+
+
+class ResourceExpiredError(ApiError):
+    """The watch's resourceVersion is older than the server keeps: list again."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(410, "Expired", message)
+
+
+def object_key(raw: Mapping[str, Any]) -> str:
+    metadata = raw.get("metadata") or {}
+    namespace = metadata.get("namespace")
+    name = str(metadata.get("name", ""))
+    return f"{namespace}/{name}" if namespace else name
+
+
+def _resource_version(raw: Mapping[str, Any]) -> str:
+    return str((raw.get("metadata") or {}).get("resourceVersion") or "")
+
+
+class Reflector:
+    """Keeps ``deliver`` informed of every object of ``path`` (e.g. ``/api/v1/pods``).
+
+    ``deliver`` is called synchronously for each object, in the order the server sent them; an
+    exception from it is logged and does not stop the watch. ``query`` adds selectors to both the
+    LIST and the WATCH.
+    """
+
+    def __init__(
+        self,
+        api: Api,
+        path: str,
+        deliver: Deliver,
+        *,
+        query: Mapping[str, str] | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._api = api
+        self.path = path
+        self._deliver = deliver
+        self._query = dict(query or {})
+        self._rng = rng if rng is not None else random.Random()
+        self._known: dict[str, dict[str, Any]] = {}
+        self.resource_version = ""
+        self.synced = False
+
+    def __len__(self) -> int:
+        return len(self._known)
+
+    async def list(self) -> None:
+        """LIST everything, deliver it, and deliver the deletion of what disappeared meanwhile."""
+        result = await self._api.list(self.path, self._query)
+        fresh: dict[str, dict[str, Any]] = {}
+        for raw in result.items:
+            fresh[object_key(raw)] = raw
+            self._safely_deliver(ADDED, raw)
+        for key, gone in self._known.items():
+            if key not in fresh:
+                self._safely_deliver(DELETED, gone)
+        self._known = fresh
+        self.resource_version = result.resource_version
+        self.synced = True
+
+    async def run(self) -> None:
+        """Watch until cancelled; list first if :meth:`list` has not been called."""
+        backoff = INITIAL_BACKOFF
+        while True:
+            try:
+                if not self.resource_version:
+                    await self.list()
+                await self.watch_once()
+                backoff = INITIAL_BACKOFF
+            except ResourceExpiredError as error:
+                logger.info("watch_expired", path=self.path, reason=str(error))
+                self.resource_version = ""
+            except ApiError as error:
+                logger.warning(
+                    "watch_failed", path=self.path, reason=str(error), retry_in=round(backoff, 2)
+                )
+                await self._api.clock.sleep(backoff)
+                backoff = min(backoff * 2, MAX_BACKOFF)
+
+    async def watch_once(self) -> None:
+        """One WATCH request from the last resourceVersion, until the server ends it."""
+        seconds = MIN_WATCH_SECONDS + int(self._rng.random() * MIN_WATCH_SECONDS)
+        query = {
+            **self._query,
+            "watch": "true",
+            "allowWatchBookmarks": "true",
+            "resourceVersion": self.resource_version,
+            "timeoutSeconds": str(seconds),
+        }
+        async for event in self._api.watch(self.path, query, timeout=seconds + TIMEOUT_SLACK):
+            self._on_event(event)
+
+    def _on_event(self, event: Mapping[str, Any]) -> None:
+        event_type = event.get("type")
+        raw = event.get("object")
+        if not isinstance(raw, dict):
+            return
+        if event_type == ERROR:
+            code = raw.get("code")
+            message = str(raw.get("message") or raw.get("reason") or "watch error")
+            if code == 410:
+                raise ResourceExpiredError(message)
+            raise ApiError(int(code) if isinstance(code, int) else 500, "WatchError", message)
+        version = _resource_version(raw)
+        if event_type == BOOKMARK:
+            if version:
+                self.resource_version = version
+            return
+        if event_type not in (ADDED, MODIFIED, DELETED):
+            return
+        key = object_key(raw)
+        if event_type == DELETED:
+            self._known.pop(key, None)
+        else:
+            self._known[key] = raw
+        if version:
+            self.resource_version = version
+        self._safely_deliver(event_type, raw)
+
+    def _safely_deliver(self, event_type: str, raw: dict[str, Any]) -> None:
+        try:
+            self._deliver(event_type, raw)
+        except Exception:
+            # A bug in one event must not stop the watch of every other object.
+            logger.exception("event_handling_failed", path=self.path, event_type=event_type)

@@ -1,0 +1,57 @@
+"""The kopf side of the operator: which handlers are registered and how kopf is configured."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kopf
+
+from kopf_scheduler.handlers.watching import WATCHED, NoDiffBase, apply_settings, register
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, str]] = []
+
+    def on_pdb(self, event_type: str, raw: dict[str, Any]) -> None:
+        self.calls.append(("pdb", event_type, raw["metadata"]["name"]))
+
+    def on_node(self, event_type: str, raw: dict[str, Any]) -> None:
+        self.calls.append(("node", event_type, raw["metadata"]["name"]))
+
+
+def test_settings_keep_no_diff_base_and_post_nothing() -> None:
+    settings = kopf.OperatorSettings()
+    apply_settings(settings)
+
+    assert isinstance(settings.persistence.diffbase_storage, NoDiffBase)
+    body = kopf.Body({"metadata": {"name": "p", "uid": "u"}, "spec": {"nodeName": ""}})
+    assert settings.persistence.diffbase_storage.build(body=body) is None
+    assert settings.persistence.diffbase_storage.fetch(body=body) is None
+    assert settings.posting.enabled is False
+    assert settings.peering.standalone is True
+    assert settings.scanning.disabled is True
+
+
+async def test_every_watched_kind_has_one_event_handler_that_forwards() -> None:
+    registry = kopf.OperatorRegistry()
+    recorder = Recorder()
+    register(registry, lambda: recorder)  # type: ignore[arg-type,return-value]
+
+    handlers = registry._watching.get_all_handlers()
+    assert len(handlers) == len(WATCHED)
+    by_id = {handler.id: handler for handler in handlers}
+    pdb_handler = by_id["forward-poddisruptionbudgets"]
+    node_handler = by_id["forward-nodes"]
+
+    await pdb_handler.fn(event={"type": None, "object": {"metadata": {"name": "a"}}})
+    await pdb_handler.fn(event={"type": "MODIFIED", "object": {"metadata": {"name": "a"}}})
+    await node_handler.fn(event={"type": "DELETED", "object": {"metadata": {"name": "n"}}})
+    await pdb_handler.fn(event={"type": "ADDED", "object": None})
+
+    assert recorder.calls == [
+        ("pdb", "ADDED", "a"),
+        ("pdb", "MODIFIED", "a"),
+        ("node", "DELETED", "n"),
+    ]
+    assert "forward-pods" not in by_id  # pods come through k8s.reflector
