@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from typing import Any
@@ -265,12 +266,14 @@ async def test_background_sending_and_stop_drains_the_queue(
 
     await recorder.stop()
 
-    notes = [r.data["note"] for r in server[CREATE]]
-    assert notes == ["queued before start", "one", "two"]
+    # Several senders work at once, so the creations may arrive in any order.
+    created = {r.data["note"]: r.data["metadata"]["name"] for r in server[CREATE]}
+    assert sorted(created) == ["one", "queued before start", "two"]
+    assert len(server[CREATE]) == 3
     # The repeat of "one" was still waiting for its patch interval: stop writes its count.
     patches = list(server["patch"])
     assert [r.data["series"]["count"] for r in patches] == [2]
-    assert patches[0].url.path == f"{EVENTS}/{list(server[CREATE])[1].data['metadata']['name']}"
+    assert patches[0].url.path == f"{EVENTS}/{created['one']}"
     recorder.record(failed("after stop"))
     assert recorder.dropped == 1
 
@@ -290,3 +293,33 @@ async def test_the_periodic_flush_writes_pending_counts(
     assert len(server[CREATE]) == 1
     assert [r.data["series"]["count"] for r in server[PATCH]] == [2]
     assert vclock.now() >= START + 30
+
+
+async def test_several_events_are_sent_at_once(kmock: kmock.RawHandler, api: Api) -> None:
+    in_flight = 0
+    most_in_flight = 0
+    release = asyncio.Event()
+
+    async def slow_server(request: kmock.Request) -> Any:
+        nonlocal in_flight, most_in_flight
+        in_flight += 1
+        most_in_flight = max(most_in_flight, in_flight)
+        await release.wait()
+        in_flight -= 1
+        return ok(request.data, 201)
+
+    kmock[f"post {EVENTS}"] << slow_server
+    recorder = ApiEventRecorder(api, hostname="host-1", senders=4)
+    await recorder.start()
+    for index in range(6):
+        recorder.record(failed(pod=ObjectRef("team", f"web-{index}", f"uid-{index}")))
+    for _ in range(200):
+        if most_in_flight >= 4:
+            break
+        await asyncio.sleep(0.01)
+    release.set()
+    await recorder.stop()
+
+    assert most_in_flight == 4
+    assert len(kmock[f"post {EVENTS}"]) == 6
+    assert recorder.dropped == 0

@@ -2,8 +2,10 @@
 
 ``record()`` only puts the event into a bounded queue: the scheduling loop never waits for the API
 server, and when the queue is full the event is dropped (events are best effort; errors are logged,
-never raised). One background task sends them, one request at a time, so it uses at most one slot
-of the shared rate limit.
+never raised). A few background senders take events from the queue, so up to ``senders`` requests
+are in flight at once, all through the shared rate limit: like client-go's recorder, which sends
+every event from a goroutine of its own, the events keep pace with hundreds of bindings per
+second instead of overflowing the queue behind one request at a time.
 
 Repeats are folded into a series the way client-go's events recorder does: an event equal to one
 sent within the last ``series_window`` seconds (same pod, related pod, reason, action, type, note
@@ -32,6 +34,7 @@ from kopf_scheduler.ports import ApiError, Clock, Event, NotFoundError, PodRef
 logger = logging.getLogger("kopf_scheduler.k8s.events")
 
 DEFAULT_QUEUE_SIZE = 1000
+DEFAULT_SENDERS = 16
 DEFAULT_SERIES_WINDOW = 600.0
 DEFAULT_MIN_PATCH_INTERVAL = 30.0
 DEFAULT_FLUSH_INTERVAL = 5.0
@@ -120,6 +123,7 @@ class ApiEventRecorder:
         min_patch_interval: float = DEFAULT_MIN_PATCH_INTERVAL,
         flush_interval: float = DEFAULT_FLUSH_INTERVAL,
         max_series: int = DEFAULT_MAX_SERIES,
+        senders: int = DEFAULT_SENDERS,
     ) -> None:
         self._api = api
         self._hostname = hostname if hostname is not None else socket.gethostname()
@@ -131,7 +135,8 @@ class ApiEventRecorder:
         self._max_series = max_series
         self._series: OrderedDict[SeriesKey, _Series] = OrderedDict()
         self._last_stamp = 0
-        self._worker: asyncio.Task[None] | None = None
+        self._senders = max(1, senders)
+        self._workers: list[asyncio.Task[None]] = []
         self._ticker: asyncio.Task[None] | None = None
         self._closed = False
         self.dropped = 0
@@ -159,10 +164,13 @@ class ApiEventRecorder:
     # Lifecycle ---------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        if self._worker is not None:
+        if self._workers:
             return
         self._closed = False
-        self._worker = asyncio.create_task(self._work(), name="event-recorder")
+        self._workers = [
+            asyncio.create_task(self._work(), name=f"event-recorder-{index}")
+            for index in range(self._senders)
+        ]
         self._ticker = asyncio.create_task(self._tick(), name="event-recorder-flush")
 
     async def stop(self, timeout: float = 5.0) -> None:
@@ -173,7 +181,7 @@ class ApiEventRecorder:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._ticker
             self._ticker = None
-        if self._worker is None:
+        if not self._workers:
             return
         try:
             await asyncio.wait_for(self._drain(), timeout)
@@ -182,10 +190,10 @@ class ApiEventRecorder:
             self.dropped += pending
             logger.warning("event recorder stopped with %d events unsent", pending)
         finally:
-            self._worker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._worker
-            self._worker = None
+            for worker in self._workers:
+                worker.cancel()
+            await asyncio.gather(*self._workers, return_exceptions=True)
+            self._workers = []
 
     async def _drain(self) -> None:
         await self._queue.join()
