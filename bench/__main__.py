@@ -181,6 +181,7 @@ def run_profile(
     qps_settings: list[tuple[float, int]],
     write: bool,
     keep_cluster: bool,
+    out: Path | None = None,
 ) -> dict[str, Any]:
     started = time.monotonic()
     partial = report.RESULTS_DIR / f"partial-{profile}.json"
@@ -219,6 +220,9 @@ def run_profile(
         partial.unlink(missing_ok=True)
         report.update_doc(report.render(results))
         say(f"results in {path.relative_to(REPO)} and docs/benchmarks.md")
+    if out is not None:
+        out.write_text(json.dumps(results, indent=1))
+        say(f"results in {out}")
     return results
 
 
@@ -268,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--profile", default="custom", help="name used for the results file")
     run.add_argument("--no-write", action="store_true")
     run.add_argument("--keep-cluster", action="store_true")
+    run.add_argument("--out", type=Path, help="also write the raw results to this file")
     one = sub.add_parser("inprocess-one", help="one in-process scenario in this process")
     one.add_argument("spec")
     one.add_argument("--out", required=True)
@@ -297,7 +302,8 @@ def main(argv: list[str] | None = None) -> int:
         qps = list(QPS_SETTINGS)
     for spec in (*inprocess, *e2e):
         scenario(spec)  # fail early on a typo
-    run_profile(profile, inprocess, e2e, qps, not args.no_write, args.keep_cluster)
+    out = getattr(args, "out", None)
+    run_profile(profile, inprocess, e2e, qps, not args.no_write, args.keep_cluster, out)
     return 0
 
 

@@ -31,19 +31,42 @@ def _record(
 
 
 def test_small_record_is_kept_whole() -> None:
-    record = _record(3).as_dict()
-    assert json.loads(encode_record(record, 16384)) == record
+    record = _record(3)
+    assert json.loads(encode_record(record, 16384)) == record.as_dict()
 
 
 @pytest.mark.parametrize("limit", [1024, 4096, 16384])
 def test_large_record_is_trimmed_under_the_limit(limit: int) -> None:
-    record = _record(2000).as_dict()
+    record = _record(2000)
     text = encode_record(record, limit)
     assert len(text.encode()) <= limit
     decoded = json.loads(text)
     assert decoded["truncatedNodes"] + len(decoded["nodes"]) == 2000
     assert decoded["truncatedNodes"] > 0
-    assert decoded["message"] == record["message"]
+    assert decoded["message"] == record.message
+    assert decoded["nodes"] == [v.as_dict() for v in record.nodes[: len(decoded["nodes"])]]
+    # As many verdicts as fit: one more would not.
+    one_more = json.dumps(record.nodes[len(decoded["nodes"])].as_dict(), separators=(",", ":"))
+    assert len(text.encode()) + len(one_more) + 1 > limit
+
+
+def test_preemption_node_statuses_go_before_verdicts_and_candidates_last() -> None:
+    preemption = {
+        "outcome": "NoCandidate",
+        "node_statuses": {f"node-{i:04d}": "Insufficient cpu" for i in range(1000)},
+        "candidates": [{"node": f"node-{i:04d}", "victims": ["a", "b"]} for i in range(40)],
+    }
+    record = _record(50, preemption=preemption)
+
+    roomy = json.loads(encode_record(record, 16384))
+    assert "node_statuses" not in roomy["preemption"]
+    assert len(roomy["preemption"]["candidates"]) == 40
+    assert len(roomy["nodes"]) == 50
+    assert roomy["truncatedNodes"] == 0
+
+    tight = json.loads(encode_record(record, 1024))
+    assert "candidates" not in tight["preemption"]
+    assert tight["preemption"]["outcome"] == "NoCandidate"
 
 
 class FakeWriter:

@@ -98,7 +98,8 @@ class AttemptRecord:
     preemption: Deferred[dict[str, Any] | None] = Deferred(lambda: None)
     """May be assigned a function that builds the dict (it runs on first read)."""
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self, *, with_nodes: bool = True) -> dict[str, Any]:
+        """The record as JSON-ready data; without ``nodes`` when ``with_nodes`` is false."""
         result: dict[str, Any] = {
             "pod": self.pod,
             "profile": self.profile,
@@ -108,8 +109,9 @@ class AttemptRecord:
             "node": self.node or None,
             "message": self.message,
             "numAllNodes": self.num_all_nodes,
-            "nodes": [n.as_dict() for n in self.nodes],
         }
+        if with_nodes:
+            result["nodes"] = [n.as_dict() for n in self.nodes]
         if self.unlisted_status:
             result["unlistedNodes"] = self.unlisted_status
         if self.preemption is not None:

@@ -8,15 +8,15 @@ large, node verdicts are dropped from the end and counted in ``truncatedNodes``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
+import orjson
 import structlog
 
 from kopf_scheduler.config.types import Explanations
 from kopf_scheduler.ports import ApiError, PodRef
-from kopf_scheduler.scheduler.explain import AttemptRecord
+from kopf_scheduler.scheduler.explain import AttemptRecord, NodeVerdict
 
 ANNOTATION = "kopf-scheduler.io/explanation"
 logger = structlog.get_logger("kopf_scheduler.explanations")
@@ -26,34 +26,52 @@ class AnnotationWriter(Protocol):
     async def annotate(self, pod: PodRef, annotations: dict[str, str | None]) -> None: ...
 
 
-def encode_record(record: dict[str, Any], max_bytes: int) -> str:
-    """Compact JSON of ``record`` no longer than ``max_bytes`` (node verdicts trimmed first)."""
-    text = json.dumps(record, separators=(",", ":"), sort_keys=True)
-    if len(text.encode()) <= max_bytes:
-        return text
-    trimmed = dict(record)
-    nodes = list(record.get("nodes") or [])
-    total = len(nodes)
-    preemption = trimmed.get("preemption")
-    if isinstance(preemption, dict):
-        preemption = dict(preemption)
-        preemption.pop("node_statuses", None)
-        trimmed["preemption"] = preemption
-    while True:
-        trimmed["nodes"] = nodes
-        trimmed["truncatedNodes"] = total - len(nodes)
-        text = json.dumps(trimmed, separators=(",", ":"), sort_keys=True)
-        if len(text.encode()) <= max_bytes or not nodes:
+def _dumps(value: Any) -> bytes:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+def _fitting(verdicts: list[NodeVerdict], budget: int) -> list[dict[str, Any]]:
+    """The leading verdicts whose JSON array elements fit in ``budget`` bytes."""
+    entries: list[dict[str, Any]] = []
+    used = 0
+    for verdict in verdicts:
+        entry = verdict.as_dict()
+        used += len(_dumps(entry)) + (1 if entries else 0)
+        if used > budget:
             break
-        nodes = nodes[: max(0, len(nodes) * 3 // 4)]
-    if len(text.encode()) > max_bytes and isinstance(trimmed.get("preemption"), dict):
-        trimmed["preemption"] = {
-            k: v
-            for k, v in trimmed["preemption"].items()
-            if k not in ("candidates", "pdb_rejected")
+        entries.append(entry)
+    return entries
+
+
+def encode_record(record: AttemptRecord, max_bytes: int) -> str:
+    """Compact JSON of ``record`` no longer than ``max_bytes`` (node verdicts trimmed first).
+
+    A record that fits is stored whole. Otherwise the preemption's per-node statuses go first,
+    then the node verdicts are kept from the start of the list for as long as they fit (the rest
+    are counted in ``truncatedNodes``), and if the record does not fit even without verdicts,
+    the preemption's candidate lists go too. Verdicts past the limit are never turned into JSON:
+    a failed attempt on 5000 nodes must not cost 5000 encodings for an annotation that keeps a
+    few hundred.
+    """
+    head = record.as_dict(with_nodes=False)
+    verdicts = record.nodes
+    entries = _fitting(verdicts, max_bytes - len(_dumps({**head, "nodes": []})))
+    if len(entries) == len(verdicts):
+        return _dumps({**head, "nodes": entries}).decode()
+
+    preemption = head.get("preemption")
+    if isinstance(preemption, dict):
+        head["preemption"] = {k: v for k, v in preemption.items() if k != "node_statuses"}
+    head["truncatedNodes"] = len(verdicts)
+    entries = _fitting(verdicts, max_bytes - len(_dumps({**head, "nodes": []})))
+    head["truncatedNodes"] = len(verdicts) - len(entries)
+    text = _dumps({**head, "nodes": entries})
+    if len(text) > max_bytes and isinstance(head.get("preemption"), dict):
+        head["preemption"] = {
+            k: v for k, v in head["preemption"].items() if k not in ("candidates", "pdb_rejected")
         }
-        text = json.dumps(trimmed, separators=(",", ":"), sort_keys=True)
-    return text
+        text = _dumps({**head, "nodes": entries})
+    return text.decode()
 
 
 class ExplanationRecorder:
@@ -85,7 +103,7 @@ class ExplanationRecorder:
         pod = self._get_pod(record.pod)
         if pod is None:
             return
-        text = encode_record(record.as_dict(), self.settings.max_bytes)
+        text = encode_record(record, self.settings.max_bytes)
         self._spawn(self._write(pod, text))
 
     async def _write(self, pod: PodRef, text: str) -> None:
