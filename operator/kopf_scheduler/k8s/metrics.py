@@ -36,6 +36,7 @@ class PrometheusMetrics:
         self._defs: dict[str, MetricDef] = {}
         self._metrics: dict[str, Any] = {}
         self._children: dict[tuple[str, tuple[str, ...]], Any] = {}
+        self._seen_children: dict[tuple[str, tuple[str, ...], tuple[Any, ...]], Any] = {}
         self._complained: set[str] = set()
         for definition in definitions:
             self._register(definition)
@@ -63,6 +64,20 @@ class PrometheusMetrics:
         self._metrics[definition.name] = metric
 
     def _child(self, name: str, kinds: tuple[str, ...], labels: Mapping[str, str] | None) -> Any:
+        # The scheduling queue updates a few labelled series for every pod it moves; a child seen
+        # before with the same labels (in the same order) is found with one lookup.
+        seen_key = (name, kinds, tuple(labels.items()) if labels else ())
+        seen = self._seen_children.get(seen_key)
+        if seen is not None:
+            return seen
+        child = self._validated_child(name, kinds, labels)
+        if child is not None:
+            self._seen_children[seen_key] = child
+        return child
+
+    def _validated_child(
+        self, name: str, kinds: tuple[str, ...], labels: Mapping[str, str] | None
+    ) -> Any:
         definition = self._defs.get(name)
         if definition is None:
             self._complain(name, "is not a known metric")

@@ -82,7 +82,7 @@ def build_registrations(
 class HintRegistry:
     """All profiles' registrations, and the requeueing decision made from them."""
 
-    __slots__ = ("_interest", "_matching", "_plugin_events", "_profiles")
+    __slots__ = ("_gating_interest", "_interest", "_matching", "_plugin_events", "_profiles")
 
     def __init__(
         self, profiles: Mapping[str, Mapping[str, Sequence[ClusterEventWithHint]]]
@@ -96,6 +96,7 @@ class HintRegistry:
                 self._plugin_events.setdefault(registration.plugin, []).append(registration.event)
         self._matching: dict[tuple[str, ClusterEvent], tuple[HintRegistration, ...]] = {}
         self._interest: dict[ClusterEvent, bool] = {}
+        self._gating_interest: dict[tuple[str, ClusterEvent], bool] = {}
 
     def registrations(self, profile: str) -> list[HintRegistration]:
         return list(self._profiles.get(profile, ()))
@@ -120,7 +121,13 @@ class HintRegistry:
 
     def gating_plugin_interested(self, plugin: str, event: ClusterEvent) -> bool:
         """Whether ``event`` is one the PreEnqueue plugin ``plugin`` registered."""
-        return any(registered.matches(event) for registered in self._plugin_events.get(plugin, ()))
+        key = (plugin, event)
+        cached = self._gating_interest.get(key)
+        if cached is None:
+            registered = self._plugin_events.get(plugin, ())
+            cached = any(registration.matches(event) for registration in registered)
+            self._gating_interest[key] = cached
+        return cached
 
     def _matching_registrations(
         self, profile: str, event: ClusterEvent
