@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from e2e.localcluster.cluster import ALWAYS_ALLOW_PATHS, node_ready
+from e2e.localcluster import node_ready, spawn_logged
+from e2e.localcluster.cluster import ALWAYS_ALLOW_PATHS
 
 from bench import promtext, shapes, stats
 from bench.cluster import KOPF_USER, UPSTREAM_USER, BenchCluster
@@ -174,17 +175,7 @@ def start_scheduler(
         ]
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     env["PYTHONUNBUFFERED"] = "1"
-    with log_path.open("ab") as log:
-        log.write(f"$ {' '.join(command)}\n".encode())
-        log.flush()
-        popen = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            cwd=REPO,
-        )
+    popen = spawn_logged(command, log_path, cwd=REPO, env=env)
     return SchedulerProcess(which, popen, port, log_path)
 
 

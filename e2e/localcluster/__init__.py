@@ -18,6 +18,7 @@ from .cluster import (
     node_manifest,
     node_ready,
     running_cluster,
+    spawn_logged,
 )
 from .versions import ETCD_VERSION, KUBERNETES_VERSION, KWOK_VERSION
 
@@ -35,4 +36,5 @@ __all__ = [
     "node_manifest",
     "node_ready",
     "running_cluster",
+    "spawn_logged",
 ]

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -124,18 +124,29 @@ class Process:
         return {"pid": self.pid, "start_time": self.start_time, "log": self.log}
 
 
-def _spawn(name: str, args: Sequence[str], log_dir: Path, cwd: Path) -> subprocess.Popen[bytes]:
-    log_path = log_dir / f"{name}.log"
+def spawn_logged(
+    args: Sequence[str],
+    log_path: Path,
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> subprocess.Popen[bytes]:
+    """Start ``args`` in a session of its own, appending its output to ``log_path``.
+
+    The command line is written first, so a log says what produced it; the process gets its own
+    process group, so stopping it (and its children) never signals ours.
+    """
     with log_path.open("ab") as log:
         log.write(f"\n$ {' '.join(args)}\n".encode())
         log.flush()
         return subprocess.Popen(
             list(args),
             cwd=cwd,
+            env=dict(env) if env is not None else None,
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
-            start_new_session=True,  # own session and process group: detached from ours
+            start_new_session=True,
             close_fds=True,
         )
 
@@ -393,7 +404,7 @@ class LocalCluster:
         path.chmod(0o600)
 
     def _launch(self, name: str, args: Sequence[str]) -> None:
-        self._record(name, _spawn(name, args, self.log_dir, self.state_dir))
+        self._record(name, spawn_logged(args, self.log_dir / f"{name}.log", cwd=self.state_dir))
 
     def _start_etcd(self) -> None:
         p = self.ports

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from e2e.localcluster import spawn_logged
+
 from . import LEASE_NAME, SCHEDULER_NAME, SYSTEM_NAMESPACE
 from .kubectl import Kubectl
 from .polling import WaitTimeoutError, wait_until
@@ -192,17 +194,7 @@ class LocalSchedulers:
         ]
         env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
         env["PYTHONUNBUFFERED"] = "1"
-        with log_path.open("ab") as log:
-            log.write(f"$ {' '.join(command)}\n".encode())
-            log.flush()
-            popen = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,
-            )
+        popen = spawn_logged(command, log_path, env=env)
         proc = SchedulerProcess(identity, port, log_path, popen)
         self.processes.append(proc)
         self._test_processes.append(proc)
