@@ -31,12 +31,17 @@ from bench.scenarios import scenario
 
 REPO = Path(__file__).resolve().parent.parent
 QPS_SETTINGS = ((5000.0, 5000), (50.0, 100))
-E2E_RATIO = 0.2
-"""End to end, the 5000-node scenarios run at this scale by default: on the 2-core machine the
-idle control plane alone takes about one core with 5000 kwok nodes, and ours binds roughly 20
-pods/s there, so the full shapes would take hours per profile. ``--e2e-ratio 1`` runs them
-full size."""
+E2E_RATIO = 1.0
+"""End to end at qps 5000/5000, the scenarios run full size by default."""
+E2E_RATIO_LOW_QPS = 0.2
+"""At qps 50/100 the 5000-node scenarios run at this scale by default: there both schedulers
+bind about 50 pods/s, so the full shapes (10,000 measured pods, 20,000 existing ones to create
+and delete per scheduler) would take about an hour more per profile, and the rate limit, not
+the scheduler, sets the pace. ``--e2e-ratio-low-qps 1`` runs them full size."""
 LARGE_NODES = 1000
+
+E2eRun = tuple[str, float, int]
+"""One end-to-end pair: scenario spec, client QPS, burst."""
 
 PROFILES: dict[str, dict[str, Any]] = {
     "quick": {
@@ -92,45 +97,51 @@ def _brief(result: dict[str, Any]) -> str:
     )
 
 
+def e2e_plan(specs: list[str], qps_settings: list[tuple[float, int]]) -> list[E2eRun]:
+    """Every spec at every client setting."""
+    return [(spec, qps, burst) for spec in specs for qps, burst in qps_settings]
+
+
 def run_e2e(
-    specs: list[str],
-    qps_settings: list[tuple[float, int]],
+    plan: list[E2eRun],
     keep_cluster: bool,
     pairs: list[dict[str, Any]],
     checkpoint: Callable[[], None],
 ) -> list[str]:
-    """Run the pairs, appending each to ``pairs`` and calling ``checkpoint`` after it."""
+    """Run the pairs (fewest nodes first), appending each to ``pairs``, checkpointing after it."""
     from bench.cluster import binaries_available, start_bench_cluster
     from bench.e2e import run_pair
 
     if not binaries_available():
         return ["end to end: the local control-plane binaries are not built (make cluster-up)"]
-    scenarios = sorted((scenario(s) for s in specs), key=lambda s: s.nodes)
+    runs = sorted(
+        ((scenario(spec), qps, burst) for spec, qps, burst in plan),
+        key=lambda run: (run[0].nodes, -run[1]),
+    )
     cluster = start_bench_cluster()
     work = Path(tempfile.mkdtemp(prefix="bench-e2e-"))
     say(f"end to end on {cluster.server}, work files in {work}")
     try:
-        for sc in scenarios:
-            for qps, burst in qps_settings:
-                try:
-                    pair = asyncio.run(run_pair(cluster, sc, qps, burst, work))
-                except Exception as error:
-                    traceback.print_exc()
-                    pair = {
-                        "mode": "e2e",
-                        "scenario": sc.as_dict(),
-                        "qps": qps,
-                        "burst": burst,
-                        "error": f"{type(error).__name__}: {error}"[:500],
-                    }
-                pairs.append(pair)
-                checkpoint()
-                for which, run in (pair.get("runs") or {}).items():
-                    t = run.get("throughput") or {}
-                    say(
-                        f"{sc.label} {qps:g}/{burst} {which}: {t.get('average')} pods/s avg, "
-                        f"create→bound p99 {(run.get('create_to_bound_ms') or {}).get('p99')} ms"
-                    )
+        for sc, qps, burst in runs:
+            try:
+                pair = asyncio.run(run_pair(cluster, sc, qps, burst, work))
+            except Exception as error:
+                traceback.print_exc()
+                pair = {
+                    "mode": "e2e",
+                    "scenario": sc.as_dict(),
+                    "qps": qps,
+                    "burst": burst,
+                    "error": f"{type(error).__name__}: {error}"[:500],
+                }
+            pairs.append(pair)
+            checkpoint()
+            for which, run in (pair.get("runs") or {}).items():
+                t = run.get("throughput") or {}
+                say(
+                    f"{sc.label} {qps:g}/{burst} {which}: {t.get('average')} pods/s avg, "
+                    f"create→bound p99 {(run.get('create_to_bound_ms') or {}).get('p99')} ms"
+                )
     finally:
         if not keep_cluster:
             cluster.down()
@@ -177,8 +188,7 @@ def _stop_idle_cluster() -> None:
 def run_profile(
     profile: str,
     inprocess: list[str],
-    e2e: list[str],
-    qps_settings: list[tuple[float, int]],
+    e2e: list[E2eRun],
     write: bool,
     keep_cluster: bool,
     out: Path | None = None,
@@ -211,7 +221,7 @@ def run_profile(
         results["inprocess"].append(result)
         checkpoint()
     if e2e:
-        results["skipped"] += run_e2e(e2e, qps_settings, keep_cluster, results["e2e"], checkpoint)
+        results["skipped"] += run_e2e(e2e, keep_cluster, results["e2e"], checkpoint)
     results["machine_end"] = {"loadavg": [round(x, 2) for x in os.getloadavg()]}
     results["wall_seconds"] = round(time.monotonic() - started, 1)
     results["notes"] = _notes(results)
@@ -263,7 +273,13 @@ def main(argv: list[str] | None = None) -> int:
             "--e2e-ratio",
             type=float,
             default=E2E_RATIO,
-            help=f"scale of the end-to-end scenarios above {LARGE_NODES} nodes",
+            help=f"scale of the end-to-end scenarios above {LARGE_NODES} nodes at qps 5000",
+        )
+        p.add_argument(
+            "--e2e-ratio-low-qps",
+            type=float,
+            default=E2E_RATIO_LOW_QPS,
+            help=f"the same at qps 50/100 (default {E2E_RATIO_LOW_QPS:g})",
         )
     run = sub.add_parser("run", help="chosen scenarios")
     run.add_argument("--inprocess", default="", help="comma-separated, e.g. S1,S2@0.2")
@@ -292,18 +308,19 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "run":
         inprocess = [s for s in args.inprocess.split(",") if s]
-        e2e = [s for s in args.e2e.split(",") if s]
-        qps = _qps(args.qps)
+        e2e = e2e_plan([s for s in args.e2e.split(",") if s], _qps(args.qps))
         profile = args.profile
     else:
         profile = args.command
         inprocess = [] if args.no_inprocess else list(PROFILES[profile]["inprocess"])
-        e2e = [] if args.no_e2e else _scaled(PROFILES[profile]["e2e"], args.e2e_ratio)
-        qps = list(QPS_SETTINGS)
-    for spec in (*inprocess, *e2e):
+        specs = [] if args.no_e2e else list(PROFILES[profile]["e2e"])
+        (high_qps, high_burst), (low_qps, low_burst) = QPS_SETTINGS
+        e2e = e2e_plan(_scaled(specs, args.e2e_ratio), [(high_qps, high_burst)])
+        e2e += e2e_plan(_scaled(specs, args.e2e_ratio_low_qps), [(low_qps, low_burst)])
+    for spec in (*inprocess, *(run[0] for run in e2e)):
         scenario(spec)  # fail early on a typo
     out = getattr(args, "out", None)
-    run_profile(profile, inprocess, e2e, qps, not args.no_write, args.keep_cluster, out)
+    run_profile(profile, inprocess, e2e, not args.no_write, args.keep_cluster, out)
     return 0
 
 
