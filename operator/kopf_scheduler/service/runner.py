@@ -116,7 +116,12 @@ class Operator:
         self.api = api
         self.clock = WallClock()
         self.metrics = PrometheusMetrics()
-        self.events = ApiEventRecorder(api)
+        # kube-scheduler posts events through a clientset of their own (same QPS and burst, its
+        # own rate limiter), so events never take a binding's place in the budget; same here.
+        connection = config.client_connection
+        self.events = ApiEventRecorder(
+            api.with_limiter(limiter_for(connection.qps, connection.burst))
+        )
         self.store = Store()
         self.stop = asyncio.Event()
         status_writer = ApiPodStatusWriter(api)

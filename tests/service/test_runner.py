@@ -1,0 +1,29 @@
+"""How the operator wires its API budget: bindings, events and the Lease each get a limiter."""
+
+from __future__ import annotations
+
+from kubernetes_asyncio.client import ApiClient, Configuration
+
+from kopf_scheduler.config.loader import default_config
+from kopf_scheduler.k8s.client import Api
+from kopf_scheduler.k8s.ratelimit import TokenBucket, limiter_for
+from kopf_scheduler.service.runner import Operator, RunOptions
+
+
+async def test_events_have_a_budget_of_their_own_with_the_same_settings() -> None:
+    config = default_config()
+    connection = config.client_connection
+    api = Api(
+        ApiClient(Configuration(host="http://127.0.0.1:9")),
+        limiter=limiter_for(connection.qps, connection.burst),
+    )
+    try:
+        operator = Operator(config, RunOptions(), api)
+
+        events_limiter = operator.events._api.limiter
+        assert events_limiter is not api.limiter
+        assert isinstance(events_limiter, TokenBucket)
+        assert (events_limiter.qps, events_limiter.burst) == (connection.qps, connection.burst)
+        assert operator.events._api.client is api.client  # one connection pool
+    finally:
+        await api.close()
