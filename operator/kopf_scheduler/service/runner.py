@@ -117,11 +117,11 @@ class Operator:
         self.clock = WallClock()
         self.metrics = PrometheusMetrics()
         # kube-scheduler posts events through a clientset of their own (same QPS and burst, its
-        # own rate limiter), so events never take a binding's place in the budget; same here.
+        # own rate limiter), so events never take a binding's place in the budget; same here, and
+        # the explanation annotations, informational like events, share the events' budget.
         connection = config.client_connection
-        self.events = ApiEventRecorder(
-            api.with_limiter(limiter_for(connection.qps, connection.burst))
-        )
+        informational_api = api.with_limiter(limiter_for(connection.qps, connection.burst))
+        self.events = ApiEventRecorder(informational_api)
         self.store = Store()
         self.stop = asyncio.Event()
         status_writer = ApiPodStatusWriter(api)
@@ -132,7 +132,7 @@ class Operator:
         self._scheduler: Scheduler | None = None
         explanations = ExplanationRecorder(
             config.extensions.explanations,
-            StatusAnnotationWriter(api),
+            StatusAnnotationWriter(informational_api),
             self._spawn,
             self.store.get_pod,
         )
