@@ -8,7 +8,9 @@ other with two algorithms over the same cache: one with the fast path, one witho
 attempt must agree on the chosen host, the evaluated and feasible nodes, the per-plugin scores,
 every node's status, the FitError message, the round-robin start index and the RNG state; the
 preemption dry runs of failed attempts must find the same candidates, victims and statuses.
-The unit tests below show each eligibility rule keeping the fast path out.
+The unit tests below show each eligibility rule keeping the fast path out, and the pods that
+relate to other pods (spreading, pod affinity) being served; those are exercised at random in
+``test_fast_path_pod_relations``.
 """
 
 from __future__ import annotations
@@ -76,6 +78,10 @@ class World:
     profile: Profile = field(default_factory=Profile)
     changes: list[tuple[str, Any]] = field(default_factory=list)
     """Node changes applied before each attempt: ("update" | "add", raw) or ("remove", name)."""
+    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Namespace labels (for namespaceSelector in pod affinity terms)."""
+    workload_selectors: Any = None
+    """The handle's selectors of workloads (default topology spreading)."""
 
 
 def _quantity(draw: st.DrawFn, unit: str, values: tuple[int, ...]) -> str:
@@ -310,6 +316,8 @@ class Setup:
 
 def build(world: World, workload_selectors: Any = None) -> Setup:
     cache = Cache(lambda: 0.0)
+    for name, labels in world.namespaces.items():
+        cache.set_namespace(name, labels)
     for raw in world.nodes:
         cache.add_node(Node(raw))
     for raw in world.running:
@@ -325,7 +333,9 @@ def build(world: World, workload_selectors: Any = None) -> Setup:
         nominator.add_nominated_pod(pod, NominatingInfo.override(node))
     handle = Handle(snapshot=snapshot, nominator=nominator, scheduler_name=SCHEDULER)
     handle.pdbs = lambda: list(world.pdbs)
-    handle.workload_selectors = workload_selectors
+    handle.workload_selectors = (
+        workload_selectors if workload_selectors is not None else world.workload_selectors
+    )
     framework = Framework(
         SCHEDULER, build_profile_plugins(world.profile, handle), handle, world.percentage
     )
@@ -625,63 +635,6 @@ def _pod(name: str = "p") -> PodBuilder:
         pytest.param(_basic_world([_pod().obj()]), None, (1, 1), id="eligible-pod-is-served"),
         pytest.param(_basic_world([_pod().host_port(8080).obj()]), None, (0, 0), id="host-ports"),
         pytest.param(
-            _basic_world([_pod().labels(app="web").spread(1, "topology.kubernetes.io/zone").obj()]),
-            None,
-            (0, 0),
-            id="do-not-schedule-spread",
-        ),
-        pytest.param(
-            _basic_world(
-                [
-                    _pod()
-                    .labels(app="web")
-                    .spread(1, "topology.kubernetes.io/zone", "ScheduleAnyway")
-                    .obj()
-                ]
-            ),
-            None,
-            (1, 0),
-            id="schedule-anyway-spread-scores-per-node",
-        ),
-        pytest.param(
-            _basic_world([_pod().labels(app="web").obj()]),
-            _Selectors(),
-            (1, 0),
-            id="system-default-spread-from-workloads",
-        ),
-        pytest.param(
-            _basic_world([_pod().labels(app="web").affinity(_ANTI_AFFINITY).obj()]),
-            None,
-            (0, 0),
-            id="pod-anti-affinity",
-        ),
-        pytest.param(
-            _basic_world([_pod().affinity(_PREFERRED_AFFINITY).obj()]),
-            None,
-            (1, 0),
-            id="preferred-pod-affinity-scores-per-node",
-        ),
-        pytest.param(
-            _basic_world(
-                [_pod().labels(app="web").obj()],
-                running=[
-                    make_pod("guard").node("n0").labels(app="web").affinity(_ANTI_AFFINITY).obj()
-                ],
-            ),
-            None,
-            (0, 0),
-            id="existing-pod-with-required-anti-affinity",
-        ),
-        pytest.param(
-            _basic_world(
-                [_pod().labels(app="web").obj()],
-                running=[make_pod("fan").node("n0").affinity(_PREFERRED_AFFINITY).obj()],
-            ),
-            None,
-            (1, 0),
-            id="existing-pod-with-preferred-affinity",
-        ),
-        pytest.param(
             _basic_world(
                 [
                     _pod()
@@ -773,6 +726,74 @@ def _pod(name: str = "p") -> PodBuilder:
     ],
 )
 def test_fast_path_steps_aside(world: World, selectors: Any, expected: tuple[int, int]) -> None:
+    assert _used(world, selectors) == expected
+
+
+@pytest.mark.parametrize(
+    ("world", "selectors", "expected"),
+    [
+        pytest.param(
+            _basic_world([_pod().labels(app="web").spread(1, "topology.kubernetes.io/zone").obj()]),
+            None,
+            (1, 1),
+            id="do-not-schedule-spread",
+        ),
+        pytest.param(
+            _basic_world(
+                [
+                    _pod()
+                    .labels(app="web")
+                    .spread(1, "topology.kubernetes.io/zone", "ScheduleAnyway")
+                    .obj()
+                ]
+            ),
+            None,
+            (1, 1),
+            id="schedule-anyway-spread",
+        ),
+        pytest.param(
+            _basic_world([_pod().labels(app="web").obj()]),
+            _Selectors(),
+            (1, 1),
+            id="system-default-spread-from-workloads",
+        ),
+        pytest.param(
+            _basic_world([_pod().labels(app="web").affinity(_ANTI_AFFINITY).obj()]),
+            None,
+            (1, 1),
+            id="pod-anti-affinity",
+        ),
+        pytest.param(
+            _basic_world([_pod().affinity(_PREFERRED_AFFINITY).obj()]),
+            None,
+            (1, 1),
+            id="preferred-pod-affinity",
+        ),
+        pytest.param(
+            _basic_world(
+                [_pod().labels(app="web").obj()],
+                running=[
+                    make_pod("guard").node("n0").labels(app="web").affinity(_ANTI_AFFINITY).obj()
+                ],
+            ),
+            None,
+            (1, 1),
+            id="existing-pod-with-required-anti-affinity",
+        ),
+        pytest.param(
+            _basic_world(
+                [_pod().labels(app="web").obj()],
+                running=[make_pod("fan").node("n0").affinity(_PREFERRED_AFFINITY).obj()],
+            ),
+            None,
+            (1, 1),
+            id="existing-pod-with-preferred-affinity",
+        ),
+    ],
+)
+def test_fast_path_serves_pods_related_to_other_pods(
+    world: World, selectors: Any, expected: tuple[int, int]
+) -> None:
     assert _used(world, selectors) == expected
 
 

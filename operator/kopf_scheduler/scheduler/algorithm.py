@@ -7,8 +7,9 @@ uniformly random choice among the top-scored nodes from the profile's seeded RNG
 Filter and Score run either plugin by plugin, node by node (the reference path), or, when the
 profile and the pod allow it, vectorised over all nodes at once
 (:mod:`kopf_scheduler.scheduler.fast_path`); both make identical decisions, consume the RNG
-identically and leave the same round-robin start index. ``Algorithm(..., fast_path=False)``
-keeps every attempt on the reference path.
+identically and leave the same round-robin start index. With the fast path, the plugins that
+count pods across the cluster (PodTopologySpread, InterPodAffinity) also get their counts from
+its columns. ``Algorithm(..., fast_path=False)`` keeps every attempt on the reference path.
 """
 
 from __future__ import annotations
@@ -179,6 +180,8 @@ class Algorithm:
         """Feasible nodes, the diagnosis, and (vectorised path only) the feasible positions."""
         diagnosis = Diagnosis(NodeToStatus())
         all_nodes = snapshot.node_info_list
+        if self.fast_path is not None:
+            self.fast_path.offer_counters(state, snapshot)
         pre_result, status, plugins = framework.run_pre_filter(state, pod, all_nodes)
         diagnosis.unschedulable_plugins |= plugins
         if not status.is_success():

@@ -1,9 +1,11 @@
 """The InterPodAffinity plugin object: arguments, extension points and queueing hints.
 
 Filtering lives in :mod:`.filtering`, scoring in :mod:`.scoring`; this module wires them to the
-framework. Filter codes follow upstream: a node that breaks the pod's required affinity is
-UnschedulableAndUnresolvable (evicting pods cannot create a matching pod), while anti-affinity
-violations, either way round, are Unschedulable because preemption can remove the offending pod.
+framework, with the counting delegated to an :class:`~.counting.AffinityCounter` when the
+scheduler offers one. Filter codes follow upstream: a node that breaks the pod's required
+affinity is UnschedulableAndUnresolvable (evicting pods cannot create a matching pod), while
+anti-affinity violations, either way round, are Unschedulable because preemption can remove the
+offending pod.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from kopf_scheduler.model.affinity import AffinityTerm
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.plugins.inter_pod_affinity import filtering, scoring
+from kopf_scheduler.plugins.inter_pod_affinity.counting import AFFINITY_COUNTER_KEY
 
 NAME = "InterPodAffinity"
 DEFAULT_HARD_POD_AFFINITY_WEIGHT = 1
@@ -156,11 +159,25 @@ class InterPodAffinity:
             filtering.resolve_incoming_term(t, all_namespaces) for t in pod.anti_affinity_required
         )
         namespace_labels = dict(snapshot.labels_of_namespace(pod.namespace))
-        existing = filtering.existing_anti_affinity_counts(
-            pod, namespace_labels, snapshot.have_pods_with_required_anti_affinity
+        counter = state.get(AFFINITY_COUNTER_KEY)
+        existing = (
+            counter.existing_anti_affinity_counts(pod, namespace_labels, snapshot.node_info_list)
+            if counter is not None
+            else None
         )
-        affinity, anti_affinity = filtering.incoming_affinity_counts(
-            affinity_terms, anti_affinity_terms, nodes
+        if existing is None:
+            existing = filtering.existing_anti_affinity_counts(
+                pod, namespace_labels, snapshot.have_pods_with_required_anti_affinity
+            )
+        incoming = (
+            counter.incoming_affinity_counts(affinity_terms, anti_affinity_terms, nodes)
+            if counter is not None
+            else None
+        )
+        affinity, anti_affinity = (
+            incoming
+            if incoming is not None
+            else filtering.incoming_affinity_counts(affinity_terms, anti_affinity_terms, nodes)
         )
         if not existing and not affinity_terms and not anti_affinity_terms:
             return None, SKIP
@@ -227,13 +244,21 @@ class InterPodAffinity:
             snapshot.namespace_labels,
             self.args.hard_pod_affinity_weight,
         )
-        if has_preferred:
-            scorer.process_nodes(snapshot.node_info_list, all_pods=True)
-        else:
-            scorer.process_nodes(snapshot.have_pods_with_affinity, all_pods=False)
-        if not scorer.scores:
+        counter = state.get(AFFINITY_COUNTER_KEY)
+        scores = (
+            counter.topology_scores(scorer, snapshot.node_info_list)
+            if counter is not None
+            else None
+        )
+        if scores is None:
+            if has_preferred:
+                scorer.process_nodes(snapshot.node_info_list, all_pods=True)
+            else:
+                scorer.process_nodes(snapshot.have_pods_with_affinity, all_pods=False)
+            scores = scorer.scores
+        if not scores:
             return SKIP
-        state.write(scoring.PRE_SCORE_KEY, scoring.PreScoreState(scorer.scores))
+        state.write(scoring.PRE_SCORE_KEY, scoring.PreScoreState(scores))
         return SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:

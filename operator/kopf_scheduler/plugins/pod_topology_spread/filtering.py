@@ -16,6 +16,8 @@ Unschedulable, since evicting pods can lower it.
 The global minimum is tracked the way v1.34 does it, with two "critical paths" per constraint:
 the smallest count and a second one that is at least as large. This is exact for what preemption
 and the nominated-pods pass do (changes on a single node of a cloned state).
+
+The counting may be delegated to a :class:`~.counting.DomainCounter` the scheduler offers.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from kopf_scheduler.cache.node_info import NodeInfo
     from kopf_scheduler.model.node import Node
     from kopf_scheduler.model.pod import Pod
+    from kopf_scheduler.plugins.pod_topology_spread.counting import DomainCounter
 
 REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
 REASON_NODE_LABEL_NOT_MATCH = REASON_CONSTRAINTS_NOT_MATCH + " (missing required label)"
@@ -134,8 +137,35 @@ PRE_FILTER_KEY: StateKey[PreFilterState] = StateKey("PreFilterPodTopologySpread"
 
 
 def build_pre_filter_state(
-    pod: Pod, constraints: Sequence[TopologySpreadConstraint], nodes: Iterable[NodeInfo]
+    pod: Pod,
+    constraints: Sequence[TopologySpreadConstraint],
+    nodes: Sequence[NodeInfo],
+    counter: DomainCounter | None = None,
 ) -> PreFilterState:
+    totals = (
+        counter.domain_totals(
+            pod, constraints, nodes, require_all_keys=True, indices=range(len(constraints))
+        )
+        if counter is not None
+        else None
+    )
+    match_num = (
+        [totals[index] for index in range(len(constraints))]
+        if totals is not None
+        else _count_matches(pod, constraints, nodes)
+    )
+    critical_paths = []
+    for counts in match_num:
+        paths = CriticalPaths()
+        for value, num in counts.items():
+            paths.update(value, num)
+        critical_paths.append(paths)
+    return PreFilterState(constraints, critical_paths, match_num)
+
+
+def _count_matches(
+    pod: Pod, constraints: Sequence[TopologySpreadConstraint], nodes: Iterable[NodeInfo]
+) -> list[dict[str, int]]:
     match_num: list[dict[str, int]] = [{} for _ in constraints]
     for node_info in nodes:
         node = node_info.node
@@ -148,13 +178,7 @@ def build_pre_filter_state(
             count = count_pods_match_selector(node_info.pods, constraint.selector, pod.namespace)
             counts = match_num[index]
             counts[value] = counts.get(value, 0) + count
-    critical_paths = []
-    for counts in match_num:
-        paths = CriticalPaths()
-        for value, num in counts.items():
-            paths.update(value, num)
-        critical_paths.append(paths)
-    return PreFilterState(constraints, critical_paths, match_num)
+    return match_num
 
 
 def check_node(state: PreFilterState, pod: Pod, node: Node) -> str | None:

@@ -41,6 +41,7 @@ from kopf_scheduler.plugins.pod_topology_spread.common import (
     ConstraintSource,
     node_labels_match,
 )
+from kopf_scheduler.plugins.pod_topology_spread.counting import DOMAIN_COUNTER_KEY
 
 NAME = "PodTopologySpread"
 
@@ -146,8 +147,10 @@ class PodTopologySpread:
         constraints = self.constraint_source.constraints(pod, DO_NOT_SCHEDULE)
         if not constraints:
             return None, SKIP
+        counter = state.get(DOMAIN_COUNTER_KEY)
         state.write(
-            filtering.PRE_FILTER_KEY, filtering.build_pre_filter_state(pod, constraints, nodes)
+            filtering.PRE_FILTER_KEY,
+            filtering.build_pre_filter_state(pod, constraints, nodes, counter),
         )
         return None, SUCCESS
 
@@ -203,7 +206,9 @@ class PodTopologySpread:
         )
         state.write(
             scoring.PRE_SCORE_KEY,
-            scoring.build_pre_score_state(pod, constraints, nodes, all_nodes, require_all),
+            scoring.build_pre_score_state(
+                pod, constraints, nodes, all_nodes, require_all, state.get(DOMAIN_COUNTER_KEY)
+            ),
         )
         return SUCCESS
 

@@ -9,7 +9,8 @@ Each constraint gets the weight ``log(domains + 2)``, where ``domains`` is the n
 topology values among the scored nodes (for the hostname key: the number of scored nodes that
 are not ignored). Matching pods are counted per domain over *all* nodes of the cluster that
 pass the constraint's inclusion policies, but only for domains some scored node belongs to;
-for the hostname key the count is the node's own.
+for the hostname key the count is the node's own. The counting may be delegated to a
+:class:`~.counting.DomainCounter` the scheduler offers.
 
 A node's raw score is ``round(Σ count × weight + (maxSkew − 1))``. NormalizeScore reverses it:
 ``100 × (max + min − score) / max`` (integer division) over the non-ignored nodes, 100 for all
@@ -37,6 +38,7 @@ from kopf_scheduler.plugins.pod_topology_spread.common import (
 if TYPE_CHECKING:
     from kopf_scheduler.cache.node_info import NodeInfo
     from kopf_scheduler.model.pod import Pod
+    from kopf_scheduler.plugins.pod_topology_spread.counting import DomainCounter
 
 _INVALID_SCORE = -1
 
@@ -85,8 +87,9 @@ def build_pre_score_state(
     pod: Pod,
     constraints: Sequence[TopologySpreadConstraint],
     filtered_nodes: Sequence[NodeInfo],
-    all_nodes: Iterable[NodeInfo],
+    all_nodes: Sequence[NodeInfo],
     require_all_topologies: bool,
+    counter: DomainCounter | None = None,
 ) -> PreScoreState:
     ignored: set[str] = set()
     pod_counts: list[dict[str, int]] = [{} for _ in constraints]
@@ -109,6 +112,30 @@ def build_pre_score_state(
             size = len(filtered_nodes) - len(ignored)
         weights.append(topology_normalizing_weight(size))
 
+    counted = [index for index, counts in enumerate(pod_counts) if counts]
+    totals = (
+        counter.domain_totals(
+            pod, constraints, all_nodes, require_all_keys=require_all_topologies, indices=counted
+        )
+        if counter is not None
+        else None
+    )
+    if totals is not None:
+        for index in counted:
+            found = totals[index]
+            pod_counts[index] = {value: found.get(value, 0) for value in pod_counts[index]}
+    else:
+        _count_in_domains(pod, constraints, all_nodes, require_all_topologies, pod_counts)
+    return PreScoreState(constraints, ignored, pod_counts, weights)
+
+
+def _count_in_domains(
+    pod: Pod,
+    constraints: Sequence[TopologySpreadConstraint],
+    all_nodes: Iterable[NodeInfo],
+    require_all_topologies: bool,
+    pod_counts: list[dict[str, int]],
+) -> None:
     for node_info in all_nodes:
         node = node_info.node
         if node is None:
@@ -126,7 +153,6 @@ def build_pre_score_state(
             counts[value] += count_pods_match_selector(
                 node_info.pods, constraint.selector, pod.namespace
             )
-    return PreScoreState(constraints, ignored, pod_counts, weights)
 
 
 def node_score(state: PreScoreState, pod: Pod, node_info: NodeInfo) -> int:

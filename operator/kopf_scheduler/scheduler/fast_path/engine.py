@@ -7,7 +7,14 @@ the very Status the per-node path would give them: nodes are grouped by what rej
 first failing plugin and, for NodeResourcesFit, which resources fall short and whether any
 shortfall is unresolvable), one node per group runs the real plugins, and the group shares the
 resulting Status. Nominated pods of equal or higher priority are counted on their nodes the way
-the per-node path counts them (see :meth:`FastPath.nominated`).
+the per-node path counts them (see :meth:`FastPath.nominated`); when a PreFilter extension keeps
+per-pod state (PodTopologySpread, InterPodAffinity), the few nodes with such nominated pods run
+the real plugins instead.
+
+PodTopologySpread and InterPodAffinity read the pods of the whole cluster. Their PreFilter and
+PreScore get their counts from columns kept in step with the snapshot (:mod:`.spread`,
+:mod:`.inter_pod`), which :meth:`FastPath.offer_counters` offers them through the cycle state;
+their Filter and Score are then evaluated from the state those PreFilter and PreScore wrote.
 
 Scoring reproduces each supported plugin's integers (Go's truncating division, the same float64
 operations where upstream uses floats), normalisation and weights. Host selection replays the
@@ -21,10 +28,10 @@ returns ``None`` and the caller runs the per-node path instead.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -34,7 +41,7 @@ from kopf_scheduler.framework.cycle_state import CycleState
 from kopf_scheduler.framework.handle import PodNominator
 from kopf_scheduler.framework.interfaces import MAX_NODE_SCORE
 from kopf_scheduler.framework.runtime import Framework
-from kopf_scheduler.framework.status import Status
+from kopf_scheduler.framework.status import Code, Status
 from kopf_scheduler.framework.types import NodePluginScores, NodeToStatus
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.resources import CPU, Resource
@@ -55,10 +62,18 @@ from kopf_scheduler.plugins import (
     taint_toleration,
 )
 from kopf_scheduler.plugins import node_resources_balanced_allocation as balanced
+from kopf_scheduler.plugins.inter_pod_affinity import filtering as affinity_filtering
+from kopf_scheduler.plugins.inter_pod_affinity import scoring as affinity_scoring
+from kopf_scheduler.plugins.inter_pod_affinity.counting import AFFINITY_COUNTER_KEY
 from kopf_scheduler.plugins.node_resources_fit import LEAST_ALLOCATED
 from kopf_scheduler.plugins.node_unschedulable import UNSCHEDULABLE_TAINT
+from kopf_scheduler.plugins.pod_topology_spread import filtering as spread_filtering
+from kopf_scheduler.plugins.pod_topology_spread import scoring as spread_scoring
+from kopf_scheduler.plugins.pod_topology_spread.counting import DOMAIN_COUNTER_KEY
 from kopf_scheduler.plugins.resource_allocation import is_scalar_resource_name
 from kopf_scheduler.queue.nominator import Nominator
+from kopf_scheduler.scheduler.fast_path.fallback import Fallback
+from kopf_scheduler.scheduler.fast_path.inter_pod import InterPodModel
 from kopf_scheduler.scheduler.fast_path.mirror import (
     NODE_NAME_FIELD,
     SAFE_LIMIT,
@@ -66,8 +81,11 @@ from kopf_scheduler.scheduler.fast_path.mirror import (
     IntArray,
     NodeMirror,
 )
+from kopf_scheduler.scheduler.fast_path.pod_counts import PodCounts
 from kopf_scheduler.scheduler.fast_path.profile import Kind, ProfileSupport, Step, analyse
 from kopf_scheduler.scheduler.fast_path.rng import randrange_many
+from kopf_scheduler.scheduler.fast_path.spread import SpreadModel
+from kopf_scheduler.scheduler.fast_path.term_census import TermCensus
 
 _FIT_TOO_MANY_PODS = 1
 _FIT_CPU = 2
@@ -78,10 +96,6 @@ _SIGNATURE_STRIDE = 32
 """Rejection signature = first failing filter index * stride + NodeResourcesFit bits."""
 
 _TOLERATION_CACHE_LIMIT = 256
-
-
-class Fallback(Exception):  # noqa: N818 - a control-flow signal, not an error
-    """The attempt needs the per-node path."""
 
 
 @dataclass
@@ -189,6 +203,16 @@ def _nominated_loads(
     return loads
 
 
+class StepFailure(NamedTuple):
+    """The nodes one Filter rejects."""
+
+    filter_index: int
+    """The Filter's position in the profile."""
+    fails: BoolArray
+    detail: IntArray | None
+    """Per node, which of the Filter's rejections applies (for Filters with several)."""
+
+
 class FreeColumns:
     """Free capacity per node (allocatable minus requested), with nominated pods counted."""
 
@@ -244,6 +268,10 @@ class FastPath:
 
     def __init__(self) -> None:
         self.mirror = NodeMirror()
+        self.pod_counts = PodCounts(self.mirror)
+        self.census = TermCensus(self.mirror)
+        self.spread = SpreadModel(self)
+        self.inter_pod = InterPodModel(self)
         self._profiles: dict[int, tuple[Framework, ProfileSupport]] = {}
         self._untolerated: dict[tuple[tuple[str, str, str, str], ...], BoolArray] = {}
         self._prefer_counts: dict[tuple[tuple[str, str, str, str], ...], IntArray] = {}
@@ -260,6 +288,23 @@ class FastPath:
             entry = (framework, analyse(framework))
             self._profiles[id(framework)] = entry
         return entry[1]
+
+    # Counts offered to PreFilter and PreScore ----------------------------------------------------
+
+    def offer_counters(self, state: CycleState, snapshot: Snapshot) -> None:
+        """Let the attempt's PodTopologySpread and InterPodAffinity plugins count from the
+        columns kept for ``snapshot`` instead of walking every pod."""
+        self.mirror.sync(snapshot)
+        state.write(DOMAIN_COUNTER_KEY, self.spread)
+        state.write(AFFINITY_COUNTER_KEY, self.inter_pod)
+
+    def serves(self, nodes: Sequence[NodeInfo]) -> bool:
+        """Whether ``nodes`` is the node list the mirror follows (brought up to date)."""
+        snapshot = self.mirror.snapshot
+        if snapshot is None or nodes is not snapshot.node_info_list:
+            return False
+        self.mirror.sync(snapshot)
+        return True
 
     # Filter ----------------------------------------------------------------------------------
 
@@ -287,18 +332,36 @@ class FastPath:
         if not mirror.safe or mirror.size == 0:
             return None
         try:
-            free = self.nominated(framework, state, pod)
+            if self.extensions_active(framework, state):
+                free = self._free_columns()
+                with_nominated = self._nominated_positions(framework, pod)
+            else:
+                free = self.nominated(framework, state, pod)
+                with_nominated = []
             failures = self.step_failures(steps, state, pod, free=free)
         except Fallback:
             return None
         size = mirror.size
         if failures:
-            rejects = failures[0][1].copy()
-            for _, fails in failures[1:]:
-                rejects |= fails
+            rejects = failures[0].fails.copy()
+            for failure in failures[1:]:
+                rejects |= failure.fails
             feasible_mask = ~rejects
         else:
             feasible_mask = np.ones(size, dtype=np.bool_)
+        verdicts: dict[int, Status] = {}
+        for index in with_nominated:
+            # The plugins' own pass, with the nominated pods added through their extensions.
+            status = framework.run_filter_plugins_with_nominated_pods(
+                state, pod, mirror.infos[index]
+            )
+            if status.code == Code.SUCCESS:
+                feasible_mask[index] = True
+            elif status.is_rejected():
+                feasible_mask[index] = False
+                verdicts[index] = status
+            else:
+                return None
 
         start = start_index % size
         rotated = np.concatenate((feasible_mask[start:], feasible_mask[:start]))
@@ -317,6 +380,7 @@ class FastPath:
             steps,
             rejected,
             self._signatures(steps, failures, state, rejected, free),
+            verdicts,
             statuses,
             add_status,
         ):
@@ -327,24 +391,26 @@ class FastPath:
     def _signatures(
         self,
         steps: tuple[Step, ...],
-        failures: list[tuple[int, BoolArray]],
+        failures: list[StepFailure],
         state: CycleState,
         positions: IntArray,
         free: FreeColumns,
     ) -> IntArray:
         """What rejects each node at ``positions``: the first failing Filter's index times
-        the stride, plus (when that is NodeResourcesFit) which resources fall short."""
+        the stride, plus that Filter's detail (for NodeResourcesFit, which resources fall
+        short; for the plugins with several rejections, which one)."""
         first = np.full(len(positions), -1, dtype=np.int64)
-        for index, fails in reversed(failures):
-            first[fails[positions]] = index
+        for failure in reversed(failures):
+            first[failure.fails[positions]] = failure.filter_index
         signature = np.where(first >= 0, first * _SIGNATURE_STRIDE, -1)
-        for index, step in enumerate(steps):
-            if step.kind is Kind.FIT:
-                chosen = first == index
-                if chosen.any():
-                    bits = self._fit_bits(state, positions[chosen], free)
-                    signature[chosen] += bits
-                break
+        for failure in failures:
+            chosen = first == failure.filter_index
+            if not chosen.any():
+                continue
+            if failure.detail is not None:
+                signature[chosen] += failure.detail[positions[chosen]]
+            elif steps[failure.filter_index].kind is Kind.FIT:
+                signature[chosen] += self._fit_bits(state, positions[chosen], free)
         return signature
 
     def _record_rejections(
@@ -355,20 +421,22 @@ class FastPath:
         steps: tuple[Step, ...],
         rejected: IntArray,
         signatures: IntArray,
+        verdicts: dict[int, Status],
         statuses: NodeToStatus,
         add_status: Callable[[Status], None],
     ) -> bool:
         """Give every rejected node of the window its status, in examination order.
 
-        One node per signature runs the real plugins and its status is shared by the group;
-        ``False`` (use the per-node path) if that status is not the predicted rejection.
+        Nodes in ``verdicts`` already ran the real plugins. Of the others, one node per
+        signature runs them and its status is shared by the group; ``False`` (use the per-node
+        path) if that status is not the predicted rejection.
         """
         mirror = self.mirror
         positions = rejected.tolist()
         codes = signatures.tolist()
         by_signature: dict[int, Status] = {}
         for index, code in zip(positions, codes, strict=True):
-            if code in by_signature:
+            if code in by_signature or index in verdicts:
                 continue
             status = framework.run_filter_plugins_with_nominated_pods(
                 state, pod, mirror.infos[index]
@@ -379,15 +447,16 @@ class FastPath:
                 return False
             by_signature[code] = status
         names = mirror.names
-        statuses.explicit().update(
-            zip(
-                [names[index] for index in positions],
-                [by_signature[code] for code in codes],
-                strict=True,
-            )
-        )
+        found = [
+            verdicts[index] if index in verdicts else by_signature[code]
+            for index, code in zip(positions, codes, strict=True)
+        ]
+        statuses.explicit().update(zip([names[index] for index in positions], found, strict=True))
         for status in by_signature.values():
             add_status(status)
+        for index in positions:
+            if index in verdicts:
+                add_status(verdicts[index])
         return True
 
     def nominated(self, framework: Framework, state: CycleState, pod: Pod) -> FreeColumns:
@@ -411,7 +480,7 @@ class FastPath:
         if self.extensions_active(framework, state):
             raise Fallback
         mirror = self.mirror
-        free = FreeColumns(mirror.free_cpu, mirror.free_mem, mirror.free_eph, mirror.free_pods)
+        free = self._free_columns()
         loads = _nominated_loads(framework.handle.nominator, mirror, pod)
         if loads:
             table = np.array(loads, dtype=np.int64)
@@ -429,6 +498,14 @@ class FastPath:
         self._nominated_cache = (state, (pod.uid, pod.priority), mirror.snapshot, free)
         return free
 
+    def _free_columns(self) -> FreeColumns:
+        mirror = self.mirror
+        return FreeColumns(mirror.free_cpu, mirror.free_mem, mirror.free_eph, mirror.free_pods)
+
+    def _nominated_positions(self, framework: Framework, pod: Pod) -> list[int]:
+        """The nodes where nominated pods count against ``pod``."""
+        return [load[0] for load in _nominated_loads(framework.handle.nominator, self.mirror, pod)]
+
     @staticmethod
     def extensions_active(framework: Framework, state: CycleState) -> bool:
         """Whether a PreFilter plugin not skipped for this attempt has AddPod/RemovePod."""
@@ -445,17 +522,22 @@ class FastPath:
         pod: Pod,
         *,
         free: FreeColumns | None = None,
-    ) -> list[tuple[int, BoolArray]]:
-        """``(filter index, nodes it rejects)`` for every modelled Filter that rejects any
-        (NodeResourcesFit, against the ``free`` columns, only when they are given); raises
-        :class:`Fallback` when a Filter that is not skipped cannot be modelled for this pod."""
-        failures: list[tuple[int, BoolArray]] = []
+    ) -> list[StepFailure]:
+        """The rejections of every modelled Filter that rejects any node; raises
+        :class:`Fallback` when a Filter that is not skipped cannot be modelled for this pod.
+
+        Without ``free`` only the Filters that do not depend on the pods already on the node
+        are evaluated: NodeResourcesFit is left out, and PodTopologySpread or InterPodAffinity
+        (unless skipped) raise :class:`Fallback`.
+        """
+        failures: list[StepFailure] = []
         skip = state.skip_filter_plugins
         for index, step in enumerate(steps):
             if skip and step.name in skip:
                 continue
             kind = step.kind
             fails: BoolArray | None
+            detail: IntArray | None = None
             if kind is Kind.UNSCHEDULABLE:
                 fails = self._unschedulable_fails(pod)
             elif kind is Kind.NODE_NAME:
@@ -463,18 +545,28 @@ class FastPath:
                     raise Fallback
                 fails = None
             elif kind is Kind.TAINTS:
-                fails = self._taint_fails(pod)
+                fails = self.untolerated_mask(pod)
             elif kind is Kind.NODE_AFFINITY:
                 required = state.get(node_affinity.PRE_FILTER_KEY)
                 if required is None:
                     required = node_affinity.RequiredNodeAffinity(pod)
-                fails = ~self._required_mask(required)
+                fails = ~self._selector_mask(required.node_selector, required.terms)
             elif kind is Kind.FIT:
                 fails = self._fit_fails(state, free) if free is not None else None
+            elif kind is Kind.SPREAD and free is not None:
+                spread_state = state.get(spread_filtering.PRE_FILTER_KEY)
+                if spread_state is None:
+                    raise Fallback
+                fails, detail = self.spread.filter_failures(spread_state, pod) or (None, None)
+            elif kind is Kind.INTER_POD_AFFINITY and free is not None:
+                affinity_state = state.get(affinity_filtering.PRE_FILTER_KEY)
+                if affinity_state is None:
+                    raise Fallback
+                fails, detail = self.inter_pod.filter_failures(affinity_state) or (None, None)
             else:
                 raise Fallback
             if fails is not None:
-                failures.append((index, fails))
+                failures.append(StepFailure(index, fails, detail))
         return failures
 
     def _unschedulable_fails(self, pod: Pod) -> BoolArray | None:
@@ -485,7 +577,9 @@ class FastPath:
             return None
         return unschedulable.copy()
 
-    def _taint_fails(self, pod: Pod) -> BoolArray | None:
+    def untolerated_mask(self, pod: Pod) -> BoolArray | None:
+        """The nodes with a NoSchedule or NoExecute taint ``pod`` does not tolerate, or
+        ``None`` when there are none."""
         table = self._per_taint_set(
             self._untolerated,
             pod.tolerations,
@@ -557,19 +651,30 @@ class FastPath:
 
     # Node affinity ------------------------------------------------------------------------------
 
-    def _required_mask(self, required: node_affinity.RequiredNodeAffinity) -> BoolArray:
+    def pod_node_affinity_mask(self, pod: Pod) -> BoolArray:
+        """The nodes matching ``pod``'s ``nodeSelector`` and one of the terms of its required
+        node affinity (all of them, malformed ones too), as PodTopologySpread's inclusion
+        policy reads them."""
+        required = pod.node_affinity_required
+        return self._selector_mask(pod.node_selector, None if required is None else required.terms)
+
+    def _selector_mask(
+        self, node_selector: Mapping[str, str], terms: Sequence[NodeSelectorTerm] | None
+    ) -> BoolArray:
+        """The nodes with every ``node_selector`` label that match one of ``terms`` (when
+        there are terms)."""
         mirror = self.mirror
         mask = np.ones(mirror.size, dtype=np.bool_)
-        for key, value in required.node_selector.items():
+        for key, value in node_selector.items():
             column = mirror.labels(key)
             code = column.code_of(value)
             if code is None:
                 return np.zeros(mirror.size, dtype=np.bool_)
             mask &= column.codes == code
-        if required.terms is None:
+        if terms is None:
             return mask
         matched = np.zeros(mirror.size, dtype=np.bool_)
-        for term in required.terms:
+        for term in terms:
             matched |= self._term_mask(term)
         return mask & matched
 
@@ -669,6 +774,16 @@ class FastPath:
             return self._balanced_scores(step.plugin, state, pod, positions)
         if kind is Kind.IMAGES:
             return self._image_scores(step.plugin, pod, positions)
+        if kind is Kind.SPREAD:
+            spread_state = state.get(spread_scoring.PRE_SCORE_KEY)
+            if spread_state is None:
+                raise Fallback
+            return self.spread.scores(spread_state, pod, positions)
+        if kind is Kind.INTER_POD_AFFINITY:
+            affinity_state = state.get(affinity_scoring.PRE_SCORE_KEY)
+            if affinity_state is None:
+                raise Fallback
+            return self.inter_pod.scores(affinity_state, positions)
         raise Fallback
 
     def _taint_scores(self, state: CycleState, positions: IntArray) -> IntArray:

@@ -11,12 +11,15 @@ The snapshot tells what changed: ``layout_version`` moves when the node list is 
 change. Negative amounts or amounts beyond :data:`SAFE_LIMIT` (never seen in real clusters) mark
 the mirror unsafe and the caller falls back to the per-node path, which keeps the vectorised
 arithmetic exact (no overflow, exact float conversions, no negative-operand division).
+
+Indexes derived from the nodes' pods (:mod:`.pod_counts`, :mod:`.term_census`) subscribe as
+:class:`RowListener` and hear which positions were replaced, or that all of them were.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -54,14 +57,26 @@ _INT_COLUMNS = (
 )
 
 
+class RowListener(Protocol):
+    """An index kept in step with the mirror's rows."""
+
+    def rows_replaced(self, positions: Sequence[int]) -> None:
+        """The NodeInfos at ``positions`` were replaced (their pods may have changed)."""
+
+    def layout_rebuilt(self) -> None:
+        """Every position may now hold a different node."""
+
+
 class LabelColumn:
     """One label key: each node's value as a small integer (-1 when the node lacks the key)."""
 
-    __slots__ = ("codes", "key", "values")
+    __slots__ = ("codes", "key", "names", "values")
 
     def __init__(self, key: str, size: int) -> None:
         self.key = key
         self.values: dict[str, int] = {}
+        self.names: list[str] = []
+        """The value of each code (codes are never reused)."""
         self.codes: IntArray = np.full(size, -1, dtype=np.int64)
 
     def intern(self, value: str | None) -> int:
@@ -69,7 +84,8 @@ class LabelColumn:
             return -1
         code = self.values.get(value)
         if code is None:
-            code = self.values[value] = len(self.values)
+            code = self.values[value] = len(self.names)
+            self.names.append(value)
         return code
 
     def code_of(self, value: str) -> int | None:
@@ -112,6 +128,11 @@ class NodeMirror:
         self._taint_ids: dict[tuple[tuple[str, str, str], ...], int] = {}
         self._labels: dict[str, LabelColumn] = {}
         self._image_index: dict[str, list[tuple[ImageState, IntArray]]] | None = None
+        self._listeners: list[RowListener] = []
+
+    def subscribe(self, listener: RowListener) -> None:
+        """Tell ``listener`` about every row replaced or rebuilt from now on."""
+        self._listeners.append(listener)
 
     # Refreshing --------------------------------------------------------------------------------
 
@@ -134,13 +155,17 @@ class NodeMirror:
         if not changed:
             return
         position = self.position
+        replaced: list[int] = []
         for name in changed:
             index = position.get(name)
             if index is None or infos[index].name != name:
                 self._rebuild(snapshot)
                 return
             self._set_row(index, infos[index])
+            replaced.append(index)
         changed.clear()
+        for listener in self._listeners:
+            listener.rows_replaced(replaced)
 
     def _rebuild(self, snapshot: Snapshot) -> None:
         infos = snapshot.node_info_list
@@ -163,6 +188,8 @@ class NodeMirror:
         for index, info in enumerate(infos):
             self._set_row(index, info)
         snapshot.changed_nodes.clear()
+        for listener in self._listeners:
+            listener.layout_rebuilt()
 
     def _set_row(self, index: int, info: NodeInfo) -> None:
         self.infos[index] = info

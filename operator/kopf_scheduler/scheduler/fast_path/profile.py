@@ -3,9 +3,9 @@
 The fast path knows the arithmetic of a fixed set of in-tree plugins. A profile qualifies for
 vectorised filtering when every Filter plugin is one of them (and configured the way the fast
 path understands), and for vectorised scoring when every Score plugin is; the two are decided
-separately. Plugins whose Filter or Score depends on other pods (NodePorts, PodTopologySpread,
-InterPodAffinity) are accepted only as "must have skipped": a given attempt qualifies only when
-their PreFilter or PreScore returned Skip for it.
+separately. PodTopologySpread and InterPodAffinity, whose Filter and Score depend on other pods,
+are modelled from the state their PreFilter and PreScore write. NodePorts is accepted only as
+"must have skipped": a given attempt qualifies only when its PreFilter returned Skip for it.
 """
 
 from __future__ import annotations
@@ -45,6 +45,8 @@ class Kind(Enum):
     FIT = "NodeResourcesFit"
     BALANCED = "NodeResourcesBalancedAllocation"
     IMAGES = "ImageLocality"
+    SPREAD = "PodTopologySpread"
+    INTER_POD_AFFINITY = "InterPodAffinity"
     SKIPPED_ONLY = "skipped-only"
     """Supported only when the plugin skipped itself for the attempt."""
 
@@ -77,7 +79,11 @@ def _filter_kind(plugin: Any) -> Kind | None:
         return Kind.NODE_AFFINITY if plugin.args.added_affinity is None else None
     if kind is NodeResourcesFit:
         return Kind.FIT
-    if kind in (NodePorts, PodTopologySpread, InterPodAffinity):
+    if kind is PodTopologySpread:
+        return Kind.SPREAD
+    if kind is InterPodAffinity:
+        return Kind.INTER_POD_AFFINITY
+    if kind is NodePorts:
         return Kind.SKIPPED_ONLY
     return None
 
@@ -101,8 +107,10 @@ def _score_kind(plugin: Any) -> Kind | None:
         return Kind.BALANCED
     if kind is ImageLocality:
         return Kind.IMAGES
-    if kind in (PodTopologySpread, InterPodAffinity):
-        return Kind.SKIPPED_ONLY
+    if kind is PodTopologySpread:
+        return Kind.SPREAD
+    if kind is InterPodAffinity:
+        return Kind.INTER_POD_AFFINITY
     return None
 
 

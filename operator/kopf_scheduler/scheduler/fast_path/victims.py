@@ -37,7 +37,8 @@ from kopf_scheduler.preemption.victims import (
     select_victims_on_node,
     sort_by_importance,
 )
-from kopf_scheduler.scheduler.fast_path.engine import Fallback, FastPath
+from kopf_scheduler.scheduler.fast_path.engine import FastPath
+from kopf_scheduler.scheduler.fast_path.fallback import Fallback
 from kopf_scheduler.scheduler.fast_path.profile import Kind
 
 _NO_EXTRA = (0, 0, 0, 0)
@@ -76,8 +77,8 @@ class VictimSearch:
         except Fallback:
             return None
         static_ok = np.ones(mirror.size, dtype=np.bool_)
-        for _, fails in failures:
-            static_ok &= ~fails
+        for failure in failures:
+            static_ok &= ~failure.fails
         usable = static_ok.tolist()
         extra = free.extra
         position = mirror.position

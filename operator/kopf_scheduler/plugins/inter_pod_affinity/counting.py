@@ -1,0 +1,50 @@
+"""A faster source of InterPodAffinity's topology counts and weights, which the scheduler may
+offer.
+
+PreFilter and PreScore match affinity terms against every existing pod of the cluster, which is
+what they spend their time on. A scheduler that keeps per-node counts in step with its snapshot
+(the vectorised fast path) offers them for one attempt by writing an :class:`AffinityCounter`
+under :data:`AFFINITY_COUNTER_KEY` in the cycle state. The plugin then asks it instead of
+walking the pods, and walks them itself when nothing is offered or the counter declines; the
+results are the same either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from kopf_scheduler.framework.cycle_state import StateKey
+
+if TYPE_CHECKING:
+    from kopf_scheduler.cache.node_info import NodeInfo
+    from kopf_scheduler.model.affinity import AffinityTerm
+    from kopf_scheduler.model.pod import Pod
+    from kopf_scheduler.plugins.inter_pod_affinity.filtering import TopologyCounts
+    from kopf_scheduler.plugins.inter_pod_affinity.scoring import TopologyScorer, TopologyScores
+
+
+class AffinityCounter(Protocol):
+    """Each method answers for all of ``nodes`` (the snapshot's node list), or returns ``None``
+    when it cannot."""
+
+    def existing_anti_affinity_counts(
+        self, pod: Pod, namespace_labels: Mapping[str, str], nodes: Sequence[NodeInfo]
+    ) -> TopologyCounts | None:
+        """What :func:`.filtering.existing_anti_affinity_counts` computes."""
+
+    def incoming_affinity_counts(
+        self,
+        affinity_terms: Sequence[AffinityTerm],
+        anti_affinity_terms: Sequence[AffinityTerm],
+        nodes: Sequence[NodeInfo],
+    ) -> tuple[TopologyCounts, TopologyCounts] | None:
+        """What :func:`.filtering.incoming_affinity_counts` computes."""
+
+    def topology_scores(
+        self, scorer: TopologyScorer, nodes: Sequence[NodeInfo]
+    ) -> TopologyScores | None:
+        """The scores ``scorer`` accumulates over every pod of ``nodes``."""
+
+
+AFFINITY_COUNTER_KEY: StateKey[AffinityCounter] = StateKey("InterPodAffinityCounter")
