@@ -4,7 +4,9 @@ import pytest
 
 from kopf_scheduler.config.types import Explanations
 from kopf_scheduler.ports import ObjectRef
-from kopf_scheduler.scheduler.explain import AttemptRecord, NodeVerdict
+from kopf_scheduler.framework.status import Code, Status
+from kopf_scheduler.framework.types import Diagnosis, NodePluginScores, NodeToStatus
+from kopf_scheduler.scheduler.explain import AttemptRecord, NodeVerdict, NodeVerdicts, verdicts
 from kopf_scheduler.service.explanations import ANNOTATION, ExplanationRecorder, encode_record
 
 
@@ -103,3 +105,39 @@ async def test_recorder_writes_what_the_mode_asks(mode, result, preemption, writ
         key, annotations = writer.calls[0]
         assert key == "ns/p"
         assert json.loads(annotations[ANNOTATION])["result"] == result
+
+
+def _diagnosed_verdicts(rejected: int, feasible: int) -> NodeVerdicts:
+    diagnosis = Diagnosis(NodeToStatus())
+    for i in range(rejected):
+        diagnosis.node_to_status.set(
+            f"node-{i:04d}",
+            Status(Code.UNSCHEDULABLE, "Insufficient cpu", plugin="NodeResourcesFit"),
+        )
+    names = [f"fit-{i:04d}" for i in range(feasible)]
+    scores = [
+        NodePluginScores(name, {"NodeResourcesFit": 50 + i}, 50 + i) for i, name in enumerate(names)
+    ]
+    return verdicts(diagnosis, names, scores)
+
+
+def test_verdicts_are_the_full_list_in_order_rejected_first() -> None:
+    lazy = _diagnosed_verdicts(3, 2)
+    assert len(lazy) == 5
+    assert [v.node for v in lazy] == ["node-0000", "node-0001", "node-0002", "fit-0000", "fit-0001"]
+    assert lazy[0] == NodeVerdict(
+        "node-0000", False, "NodeResourcesFit", "Unschedulable", ("Insufficient cpu",)
+    )
+    assert lazy[-1] == NodeVerdict("fit-0001", True, scores={"NodeResourcesFit": 51}, total=51)
+    assert lazy[1:3] == [lazy[1], lazy[2]]
+    assert lazy == list(lazy)
+
+
+def test_encoding_builds_only_the_verdicts_that_fit() -> None:
+    lazy = _diagnosed_verdicts(5000, 0)
+    record = AttemptRecord("ns/p", "kopf-scheduler", 1, 1, 0.0, "unschedulable", nodes=lambda: lazy)
+    decoded = json.loads(encode_record(record, 4096))
+    kept = len(decoded["nodes"])
+    assert 0 < kept < 5000 and decoded["truncatedNodes"] == 5000 - kept
+    built = sum(1 for slot in lazy._built if slot is not None)
+    assert built <= kept + 1  # the one that did not fit was built to be measured

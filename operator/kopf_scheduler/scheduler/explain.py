@@ -7,10 +7,11 @@ The simulator prints these; the operator stores the latest one on the pod (size-
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, overload
 
+from kopf_scheduler.framework.status import Status
 from kopf_scheduler.framework.types import Diagnosis, NodePluginScores
 
 T = TypeVar("T")
@@ -90,7 +91,7 @@ class AttemptRecord:
     node: str = ""
     message: str = ""
     num_all_nodes: int = 0
-    nodes: Deferred[list[NodeVerdict]] = Deferred(list)
+    nodes: Deferred[Sequence[NodeVerdict]] = Deferred(list)
     """May be assigned a function that builds the list (it runs on first read)."""
     unlisted_status: str = ""
     """The reason every node *not* listed in ``nodes`` shares (PreFilter rejection, or the
@@ -119,21 +120,70 @@ class AttemptRecord:
         return result
 
 
+class NodeVerdicts(Sequence[NodeVerdict]):
+    """The per-node verdicts of one attempt, rejected nodes first, each built when first read.
+
+    A failed attempt on thousands of nodes has a verdict per node, but the annotation keeps only
+    the ones that fit its byte budget (a few hundred); building the rest would cost more than the
+    scheduling cycle itself. Length and order are known up front, so readers that take every
+    verdict (the simulator's report, ``explain``) see a complete list.
+    """
+
+    __slots__ = ("_built", "_feasible", "_rejected", "_scores", "_scores_by_name")
+
+    def __init__(
+        self,
+        rejected: list[tuple[str, Status]],
+        feasible: list[str],
+        scores: list[NodePluginScores],
+    ) -> None:
+        self._rejected = rejected
+        self._feasible = feasible
+        self._scores = scores
+        self._scores_by_name: dict[str, NodePluginScores] | None = None
+        self._built: list[NodeVerdict | None] = [None] * (len(rejected) + len(feasible))
+
+    def __len__(self) -> int:
+        return len(self._built)
+
+    @overload
+    def __getitem__(self, index: int) -> NodeVerdict: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[NodeVerdict]: ...
+
+    def __getitem__(self, index: int | slice) -> NodeVerdict | list[NodeVerdict]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self._built)))]
+        verdict = self._built[index]
+        if verdict is None:
+            verdict = self._build(index if index >= 0 else index + len(self._built))
+            self._built[index] = verdict
+        return verdict
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def _build(self, index: int) -> NodeVerdict:
+        if index < len(self._rejected):
+            node, status = self._rejected[index]
+            return NodeVerdict(node, False, status.plugin, status.code.label, status.reasons)
+        node = self._feasible[index - len(self._rejected)]
+        if self._scores_by_name is None:
+            self._scores_by_name = {s.name: s for s in self._scores}
+        score = self._scores_by_name.get(node)
+        if score is None:
+            return NodeVerdict(node, True)
+        return NodeVerdict(node, True, scores=dict(score.scores), total=score.total)
+
+
 def verdicts(
     diagnosis: Diagnosis | None, feasible: list[str], scores: list[NodePluginScores]
-) -> list[NodeVerdict]:
+) -> NodeVerdicts:
     """Per-node verdicts from an attempt's diagnosis and scores, rejected nodes first."""
-    result: list[NodeVerdict] = []
-    if diagnosis is not None:
-        for node, status in diagnosis.node_to_status:
-            result.append(
-                NodeVerdict(node, False, status.plugin, status.code.label, status.reasons)
-            )
-    by_name = {s.name: s for s in scores}
-    for node in feasible:
-        score = by_name.get(node)
-        if score is None:
-            result.append(NodeVerdict(node, True))
-        else:
-            result.append(NodeVerdict(node, True, scores=dict(score.scores), total=score.total))
-    return result
+    rejected = list(diagnosis.node_to_status) if diagnosis is not None else []
+    return NodeVerdicts(rejected, feasible, scores)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -482,7 +482,7 @@ class Scheduler:
             return
         diagnosis = decision.diagnosis if decision is not None else (fit.diagnosis if fit else None)
 
-        def node_verdicts() -> list[NodeVerdict]:
+        def node_verdicts() -> Sequence[NodeVerdict]:
             feasible = decision.feasible_nodes if decision is not None else []
             scores = decision.scores if decision is not None else []
             return verdicts(diagnosis, feasible, scores)

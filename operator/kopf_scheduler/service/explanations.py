@@ -8,7 +8,7 @@ large, node verdicts are dropped from the end and counted in ``truncatedNodes``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Protocol
 
 import orjson
@@ -30,7 +30,7 @@ def _dumps(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
-def _fitting(verdicts: list[NodeVerdict], budget: int) -> list[dict[str, Any]]:
+def _fitting(verdicts: Sequence[NodeVerdict], budget: int) -> list[dict[str, Any]]:
     """The leading verdicts whose JSON array elements fit in ``budget`` bytes."""
     entries: list[dict[str, Any]] = []
     used = 0
