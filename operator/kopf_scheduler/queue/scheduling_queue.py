@@ -365,7 +365,18 @@ class SchedulingQueue:
             if strategy is QueueingStrategy.SKIP:
                 continue
             self._unschedulable.delete(info.pod.key)
-            if self._requeue(info, strategy, event.name) in (ACTIVE, BACKOFF):
+            if info.gated:
+                # Whichever sub-queue the strategy names, a gated pod must pass PreEnqueue to get
+                # there, and one still gated goes back to unschedulablePods either way. Asking
+                # first spares the backoff arithmetic for the common case: every pod waiting on
+                # its own preemption is offered every victim's deletion.
+                admitted = self._run_pre_enqueue(info)
+                if not admitted:
+                    self._add_unschedulable(info, event.name)
+                    continue
+            else:
+                admitted = False
+            if self._requeue(info, strategy, event.name, admitted=admitted) in (ACTIVE, BACKOFF):
                 activated = True
         self._move_request_cycle = self._scheduling_cycle
         self._in_flight.add_event(event, old_obj, new_obj)
@@ -374,17 +385,30 @@ class SchedulingQueue:
 
     # Moves between sub-queues -------------------------------------------------------------------
 
-    def _requeue(self, info: QueuedPodInfo, strategy: QueueingStrategy, event: str) -> str:
-        """Send the pod where ``strategy`` says; returns the sub-queue it ended up in."""
+    def _requeue(
+        self,
+        info: QueuedPodInfo,
+        strategy: QueueingStrategy,
+        event: str,
+        *,
+        admitted: bool = False,
+    ) -> str:
+        """Send the pod where ``strategy`` says; returns the sub-queue it ended up in.
+
+        ``admitted``: PreEnqueue has just let the pod through, so it is not asked again.
+        """
         if strategy is QueueingStrategy.SKIP:
             self._add_unschedulable(info, event)
             return UNSCHEDULABLE
         if strategy is QueueingStrategy.AFTER_BACKOFF and self._backoff.is_backing_off(info):
-            return BACKOFF if self._move_to_backoff(info, event) else UNSCHEDULABLE
-        return ACTIVE if self._move_to_active(info, event, from_backoff=False) else UNSCHEDULABLE
+            moved = self._move_to_backoff(info, event, admitted=admitted)
+            return BACKOFF if moved else UNSCHEDULABLE
+        moved = self._move_to_active(info, event, from_backoff=admitted)
+        return ACTIVE if moved else UNSCHEDULABLE
 
     def _move_to_active(self, info: QueuedPodInfo, event: str, *, from_backoff: bool) -> bool:
-        # A pod coming straight from backoffQ passed PreEnqueue when it went in.
+        # A pod coming straight from backoffQ passed PreEnqueue when it went in (and one just
+        # admitted by a gating plugin's event passed it a moment ago).
         if not from_backoff:
             self._run_pre_enqueue(info)
         key = info.pod.key
@@ -403,8 +427,9 @@ class SchedulingQueue:
             self.nominator.add_nominated_pod(info.pod, None)
         return True
 
-    def _move_to_backoff(self, info: QueuedPodInfo, event: str) -> bool:
-        self._run_pre_enqueue(info)
+    def _move_to_backoff(self, info: QueuedPodInfo, event: str, *, admitted: bool = False) -> bool:
+        if not admitted:
+            self._run_pre_enqueue(info)
         key = info.pod.key
         if info.gated:
             if key not in self._unschedulable:
@@ -419,7 +444,8 @@ class SchedulingQueue:
         if self._unschedulable.add_or_update(info):
             self._incoming(UNSCHEDULABLE, event)
 
-    def _run_pre_enqueue(self, info: QueuedPodInfo) -> None:
+    def _run_pre_enqueue(self, info: QueuedPodInfo) -> bool:
+        """Run the PreEnqueue plugins and record the gate; returns whether the pod passed."""
         pod = info.pod
         profile = self._profiles.get(pod.scheduler_name)
         status = profile.run_pre_enqueue(pod) if profile is not None else None
@@ -434,6 +460,7 @@ class SchedulingQueue:
             info.gated = True
         if self._unschedulable.get(pod.key) is info:
             self._unschedulable.add_or_update(info)
+        return not info.gated
 
     # Nominations (the PodNominator the plugins see) -----------------------------------------
 
