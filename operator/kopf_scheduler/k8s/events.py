@@ -34,7 +34,7 @@ from kopf_scheduler.ports import ApiError, Clock, Event, NotFoundError, PodRef
 logger = logging.getLogger("kopf_scheduler.k8s.events")
 
 DEFAULT_QUEUE_SIZE = 1000
-DEFAULT_SENDERS = 16
+DEFAULT_SENDERS = 64
 DEFAULT_SERIES_WINDOW = 600.0
 DEFAULT_MIN_PATCH_INTERVAL = 30.0
 DEFAULT_FLUSH_INTERVAL = 5.0
