@@ -24,7 +24,6 @@ When the last measured pod is bound the run stops once the active queue is empty
 from __future__ import annotations
 
 import asyncio
-import gc
 import resource
 import time
 from collections.abc import Callable
@@ -35,6 +34,7 @@ from bench import shapes, stats
 from bench.config import SCHEDULER_NAME, scheduler_config
 from bench.scenarios import ZONE_LABEL, Scenario, check
 from kopf_scheduler.config.loader import parse_config
+from kopf_scheduler.gc_tuning import freeze_current_objects, tune_for_large_heap
 from kopf_scheduler.logs import configure_logging
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.queue.scheduling_queue import SchedulingQueue
@@ -206,6 +206,7 @@ def _bench_simulation(seed: int) -> Simulation:
 async def _run(scenario: Scenario, seed: int, configure_logs: bool) -> dict[str, Any]:
     if configure_logs:
         configure_logging("warning", "console")
+    tune_for_large_heap()
     setup_started = time.perf_counter()
     sim = _bench_simulation(seed)
     scheduler = sim.start()
@@ -220,7 +221,9 @@ async def _run(scenario: Scenario, seed: int, configure_logs: bool) -> dict[str,
     await sim.run_until_quiet()
     measured_pods = scenario.measured_pods(NAMESPACE, SCHEDULER_NAME)
     setup_seconds = time.perf_counter() - setup_started
-    gc.collect()
+    # The collector settings of ``kopf-scheduler run``, frozen at the same point: the initial
+    # cluster state is loaded.
+    freeze_current_objects()
 
     probe = Probe(sim, scheduler, scenario)
     probe.measured = {f"{NAMESPACE}/{raw['metadata']['name']}" for raw in measured_pods}

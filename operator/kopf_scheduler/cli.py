@@ -91,6 +91,7 @@ def _run(args: argparse.Namespace) -> int:
         log_format=args.log_format,
         log_level=args.log_level,
         identity=args.identity,
+        tune_gc=True,
     )
     return asyncio.run(run(options))
 

@@ -38,3 +38,23 @@ async def test_initial_list_then_resync_feeds_deletions() -> None:
     await sync.list_all()
     assert "default/running" not in store.pods
     assert scheduler.cache.get_node_info("n1").requested.milli_cpu == 0
+
+
+async def test_a_node_delivered_again_with_the_same_version_changes_nothing() -> None:
+    sim = Simulation(default_config())
+    scheduler = sim.start()
+    handlers = EventHandlers(scheduler, Store())
+    node = make_node("n1").capacity(cpu="2").obj()
+    node["metadata"]["resourceVersion"] = "7"
+    handlers.on_node("ADDED", node)
+    first = scheduler.cache.get_node_info("n1").node
+    handlers.on_node(
+        "ADDED", make_node("n1").capacity(cpu="2").obj() | {"metadata": node["metadata"]}
+    )
+    assert scheduler.cache.get_node_info("n1").node is first  # a relist: same object, skipped
+
+    changed = make_node("n1").capacity(cpu="4").obj()
+    changed["metadata"]["resourceVersion"] = "8"
+    handlers.on_node("MODIFIED", changed)
+    assert scheduler.cache.get_node_info("n1").node is not first
+    assert scheduler.cache.get_node_info("n1").node.resource_version == "8"

@@ -16,8 +16,8 @@ class Recorder:
     def on_pdb(self, event_type: str, raw: dict[str, Any]) -> None:
         self.calls.append(("pdb", event_type, raw["metadata"]["name"]))
 
-    def on_node(self, event_type: str, raw: dict[str, Any]) -> None:
-        self.calls.append(("node", event_type, raw["metadata"]["name"]))
+    def on_namespace(self, event_type: str, raw: dict[str, Any]) -> None:
+        self.calls.append(("namespace", event_type, raw["metadata"]["name"]))
 
 
 def test_settings_keep_no_diff_base_and_post_nothing() -> None:
@@ -42,16 +42,17 @@ async def test_every_watched_kind_has_one_event_handler_that_forwards() -> None:
     assert len(handlers) == len(WATCHED)
     by_id = {handler.id: handler for handler in handlers}
     pdb_handler = by_id["forward-poddisruptionbudgets"]
-    node_handler = by_id["forward-nodes"]
+    namespace_handler = by_id["forward-namespaces"]
 
     await pdb_handler.fn(event={"type": None, "object": {"metadata": {"name": "a"}}})
     await pdb_handler.fn(event={"type": "MODIFIED", "object": {"metadata": {"name": "a"}}})
-    await node_handler.fn(event={"type": "DELETED", "object": {"metadata": {"name": "n"}}})
+    await namespace_handler.fn(event={"type": "DELETED", "object": {"metadata": {"name": "n"}}})
     await pdb_handler.fn(event={"type": "ADDED", "object": None})
 
     assert recorder.calls == [
         ("pdb", "ADDED", "a"),
         ("pdb", "MODIFIED", "a"),
-        ("node", "DELETED", "n"),
+        ("namespace", "DELETED", "n"),
     ]
-    assert "forward-pods" not in by_id  # pods come through k8s.reflector
+    assert "forward-pods" not in by_id  # pods and nodes come through k8s.reflector
+    assert "forward-nodes" not in by_id

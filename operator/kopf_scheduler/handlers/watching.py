@@ -4,7 +4,7 @@ Only ``@kopf.on.event`` handlers are registered: the scheduler keeps its own sta
 the queue), so none of kopf's change detection is used. kopf still computes a "diff base" (a deep
 copy of every object, minus ignored fields) for each event unless told not to; it was the largest
 single cost of kopf's event handling in profiles, so the settings below swap in a storage that
-keeps nothing. Pods, by far the busiest collection, are watched by ``k8s.reflector`` instead.
+keeps nothing. Pods and nodes, the busy collections, are watched by ``k8s.reflector`` instead.
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ from kopf_scheduler.informer.handlers import ADDED, DELETED, MODIFIED, EventHand
 
 logger = logging.getLogger("kopf_scheduler.handlers")
 
-# Pods are not here: they are watched by k8s/reflector.py (see there why).
+# Pods and nodes are not here: they are watched by k8s/reflector.py (see there why).
 WATCHED = (
-    ("", "v1", "nodes"),
     ("", "v1", "namespaces"),
     ("policy", "v1", "poddisruptionbudgets"),
     ("scheduling.k8s.io", "v1", "priorityclasses"),
@@ -44,7 +43,6 @@ def register(registry: kopf.OperatorRegistry, handlers: Callable[[], EventHandle
 
     def route(kind: str) -> Callable[[EventHandlers, str, Any], None]:
         return {
-            "nodes": lambda h, t, o: h.on_node(t, o),
             "namespaces": lambda h, t, o: h.on_namespace(t, o),
             "poddisruptionbudgets": lambda h, t, o: h.on_pdb(t, o),
             "priorityclasses": lambda h, t, o: h.on_priority_class(t, o),

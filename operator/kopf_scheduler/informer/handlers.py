@@ -112,7 +112,8 @@ class EventHandlers:
     # Nodes -------------------------------------------------------------------------------------
 
     def on_node(self, event_type: str, raw: Mapping[str, Any]) -> None:
-        name = (raw.get("metadata") or {}).get("name", "")
+        metadata = raw.get("metadata") or {}
+        name = metadata.get("name", "")
         cache = self.scheduler.cache
         queue = self.scheduler.queue
         if event_type == DELETED:
@@ -120,13 +121,16 @@ class EventHandlers:
             self.scheduler.nominations.node_gone(name, "node deleted")
             queue.move_all_to_active_or_backoff_queue(NODE_DELETE, None, None)
             return
+        old = self.get_node(name)
+        version = metadata.get("resourceVersion")
+        if old is not None and version and old.resource_version == version:
+            return  # the same object again (a relist): nothing changed
         try:
             node = Node(raw)
         except InvalidObjectError as error:
             logger.error("malformed_node_ignored", node=name, reason=str(error))
             cache.remove_node(name)
             return
-        old = self.get_node(name)
         cache.add_node(node)
         if old is None:
             queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, node)

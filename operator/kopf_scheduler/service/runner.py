@@ -1,10 +1,11 @@
 """``kopf-scheduler run``: the scheduler as a process in a cluster.
 
 Order of events: read and validate the configuration (a bad file stops here, naming the field);
-connect; LIST everything into the cache (pods last); serve /healthz, /readyz and /metrics; start
-kopf's watches and the pod reflector's; campaign for the Lease (only the leader pops and binds;
-followers keep their caches warm); schedule until SIGTERM or SIGINT; then stop popping, let
-in-flight bindings finish (or be forgotten) for a bounded time, release the Lease, and exit.
+connect; LIST everything into the cache (nodes, then pods, last); serve /healthz, /readyz and
+/metrics; start kopf's watches and the node and pod reflectors; campaign for the Lease (only the
+leader pops and binds; followers keep their caches warm); schedule until SIGTERM or SIGINT; then
+stop popping, let in-flight bindings finish (or be forgotten) for a bounded time, release the
+Lease, and exit.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from kopf_scheduler.assembly import ClusterView, Ports, build_scheduler
 from kopf_scheduler.config.errors import ConfigError
 from kopf_scheduler.config.loader import default_config, load_config
 from kopf_scheduler.config.types import SchedulerConfig
+from kopf_scheduler.gc_tuning import freeze_current_objects, tune_for_large_heap
 from kopf_scheduler.handlers.watching import apply_settings, register
 from kopf_scheduler.informer.handlers import EventHandlers
 from kopf_scheduler.informer.store import Store
@@ -56,9 +58,11 @@ SHUTDOWN_GRACE = 10.0
 CONFIRM_GRACE = 2.0
 RESYNC_PERIOD = 300.0
 PODS_PATH = "/api/v1/pods"
-KOPF_COLLECTIONS = tuple((kind, path) for kind, path in COLLECTIONS if kind != "Pod")
-"""What kopf watches and the periodic resync re-lists; pods have their own reflector, whose
-relists after 410 Gone deliver the deletions a resync would find."""
+NODES_PATH = "/api/v1/nodes"
+REFLECTED_KINDS = ("Node", "Pod")
+KOPF_COLLECTIONS = tuple((kind, path) for kind, path in COLLECTIONS if kind not in REFLECTED_KINDS)
+"""What kopf watches and the periodic resync re-lists; nodes and pods have reflectors of their
+own, whose relists after 410 Gone deliver the deletions a resync would find."""
 
 
 @dataclass
@@ -71,6 +75,8 @@ class RunOptions:
     log_format: str | None = None
     log_level: str = "info"
     identity: str | None = None
+    tune_gc: bool = False
+    """Apply :mod:`kopf_scheduler.gc_tuning` (the ``run`` command does; tests leave it off)."""
 
 
 class _Lister:
@@ -146,6 +152,7 @@ class Operator:
         )
         self.handlers = EventHandlers(self.scheduler, self.store, self.workloads)
         self.sync = Synchronizer(_Lister(api), self.handlers, KOPF_COLLECTIONS)
+        self.nodes = Reflector(api, NODES_PATH, self.handlers.on_node)
         self.pods = Reflector(api, PODS_PATH, self.handlers.on_pod)
         election = config.leader_election
         self.elector: LeaderElector | None = None
@@ -167,7 +174,7 @@ class Operator:
             host=options.health_host,
             port=options.health_port,
             registry=self.metrics.registry,
-            is_synced=lambda: self.sync.synced and self.pods.synced,
+            is_synced=lambda: self.sync.synced and self.nodes.synced and self.pods.synced,
             is_leader=self.is_leader,
         )
 
@@ -217,7 +224,10 @@ class Operator:
     async def run(self) -> int:
         await self.events.start()
         await self.sync.list_all()
+        await self.nodes.list()
         await self.pods.list()
+        if self.options.tune_gc:
+            freeze_current_objects()
         logger.info(
             "caches_synced",
             nodes=self.scheduler.cache.node_count(),
@@ -239,6 +249,7 @@ class Operator:
                 ),
                 name="kopf",
             ),
+            asyncio.create_task(self.nodes.run(), name="node-watch"),
             asyncio.create_task(self.pods.run(), name="pod-watch"),
             asyncio.create_task(self.scheduler.run(self.stop), name="scheduler"),
             asyncio.create_task(self._resync_periodically(), name="resync"),
@@ -304,7 +315,7 @@ class Operator:
                 logger.warning("binding_abandoned", pod=pod.key, node=pod.node_name)
         kopf_stop.set()
         for task in tasks:
-            if task.get_name() in ("resync", "pod-watch"):
+            if task.get_name() in ("resync", "node-watch", "pod-watch"):
                 task.cancel()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), SHUTDOWN_GRACE)
@@ -316,6 +327,8 @@ class Operator:
 
 async def run(options: RunOptions) -> int:
     configure_logging(options.log_level, options.log_format)
+    if options.tune_gc:
+        tune_for_large_heap()
     try:
         config = load_config(options.config_path) if options.config_path else default_config()
     except ConfigError as error:
