@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from kopf_scheduler.config.loader import default_config, parse_config
+from kopf_scheduler.ports import PodRef, PodStatusPatch
 from kopf_scheduler.sim.runner import Simulation
 from tests.builders import make_node, make_pdb, make_pod
 
@@ -217,3 +219,39 @@ async def test_same_seed_same_placements() -> None:
     first = await placements(1)
     assert first == await placements(1)
     assert len(set(first.values())) > 1
+
+
+async def test_the_loop_takes_the_next_pod_only_once_a_failures_status_patch_is_done() -> None:
+    """As kube-scheduler's failure handler, which patches the pod before the loop goes on."""
+    sim = Simulation(default_config())
+    scheduler = sim.start()
+    real_writer = scheduler.status_writer
+    release = asyncio.Event()
+    patched: list[str] = []
+
+    class HeldWriter:
+        async def patch_status(self, pod: PodRef, patch: PodStatusPatch) -> None:
+            await release.wait()
+            await real_writer.patch_status(pod, patch)
+            patched.append(pod.key)
+
+    scheduler.status_writer = HeldWriter()
+    sim.apply(make_node("n1").capacity(cpu="1", memory="4Gi", pods=10).obj())
+    sim.apply(pod("big", cpu="2").priority(10).obj())
+    sim.apply(pod("small", cpu="500m").obj())
+    stop = asyncio.Event()
+    running = asyncio.create_task(scheduler.run(stop))
+    for _ in range(200):
+        await asyncio.sleep(0)
+    assert scheduler.cycle == 1  # "big" failed; its patch is held, so "small" waits
+    assert "nodeName" not in sim.cluster.pods["default/small"]["spec"]
+
+    release.set()
+    for _ in range(200):
+        await asyncio.sleep(0)
+    stop.set()
+    await running
+    await scheduler.drain()
+    assert patched == ["default/big"]
+    assert conditions(sim, "default/big")["PodScheduled"]["reason"] == "Unschedulable"
+    assert sim.cluster.pods["default/small"]["spec"]["nodeName"] == "n1"

@@ -3,9 +3,9 @@ import json
 import pytest
 
 from kopf_scheduler.config.types import Explanations
-from kopf_scheduler.ports import ObjectRef
 from kopf_scheduler.framework.status import Code, Status
 from kopf_scheduler.framework.types import Diagnosis, NodePluginScores, NodeToStatus
+from kopf_scheduler.ports import ObjectRef
 from kopf_scheduler.scheduler.explain import AttemptRecord, NodeVerdict, NodeVerdicts, verdicts
 from kopf_scheduler.service.explanations import ANNOTATION, ExplanationRecorder, encode_record
 

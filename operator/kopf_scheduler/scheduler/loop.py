@@ -103,6 +103,9 @@ class Scheduler:
         """Only an active scheduler (the leader) pops pods; followers keep their caches warm."""
         self._wakeup = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._in_scheduling_cycle = False
+        self._cycle_status_patch: asyncio.Task[None] | None = None
+        """The status patch of the last cycle's failure, which :meth:`run` waits for."""
         self._binding_tasks = 0
         self.nominations = NominationHygiene(
             enabled=True,
@@ -116,9 +119,13 @@ class Scheduler:
 
     def spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
         """Run ``coroutine`` in the background; failures are logged, never lost silently."""
+        self._start(coroutine)
+
+    def _start(self, coroutine: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
+        return task
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
@@ -141,7 +148,23 @@ class Scheduler:
     # The scheduling cycle ------------------------------------------------------------------
 
     def schedule_one(self) -> bool:
-        """Schedule the next pod if there is one; ``False`` when the queue had nothing to pop."""
+        """Schedule the next pod if there is one; ``False`` when the queue had nothing to pop.
+
+        A failed cycle leaves its status patch in :attr:`cycle_status_patch`; :meth:`run` waits
+        for it before the next pod.
+        """
+        self._cycle_status_patch = None
+        self._in_scheduling_cycle = True
+        try:
+            return self._schedule_one()
+        finally:
+            self._in_scheduling_cycle = False
+
+    @property
+    def cycle_status_patch(self) -> asyncio.Task[None] | None:
+        return self._cycle_status_patch
+
+    def _schedule_one(self) -> bool:
         qpi = self.queue.pop()
         if qpi is None:
             return False
@@ -422,7 +445,11 @@ class Scheduler:
         current = cached if cached is not None and cached.uid == pod.uid else pod
         patch = failure_status_patch(current, reason, message, nominating, now)
         if patch is not None:
-            self.spawn(self._patch_status(current, patch))
+            task = self._start(self._patch_status(current, patch))
+            if self._in_scheduling_cycle:
+                # kube-scheduler's failure handler patches the status before the scheduling
+                # loop takes the next pod (binding failures patch in their own goroutine).
+                self._cycle_status_patch = task
         self._report_attempt(framework, qpi, state, result, "", message, fit=fit)
 
     def report_invalid_pod(
@@ -551,7 +578,11 @@ class Scheduler:
             while not stop.is_set():
                 self._wakeup.clear()
                 if self.active and self.schedule_one():
-                    await asyncio.sleep(0)
+                    patch = self._cycle_status_patch
+                    if patch is not None:
+                        await asyncio.wait([patch])
+                    else:
+                        await asyncio.sleep(0)
                     continue
                 wakeup = asyncio.ensure_future(self._wakeup.wait())
                 await asyncio.wait({wakeup, stop_waiter}, return_when=asyncio.FIRST_COMPLETED)
