@@ -243,3 +243,41 @@ def test_fit_error_message(statuses, absent, pre_filter_msg, post_filter_msg, ex
     )
     num = int(expected.split("/")[1].split()[0])
     assert str(FitError(make_pod("p").pod(), num, diagnosis)) == expected
+
+
+class ObservedMetrics:
+    def __init__(self) -> None:
+        self.observed: list[tuple[str, float, dict[str, str]]] = []
+
+    def inc(self, name: str, labels=None, value: float = 1) -> None:
+        return None
+
+    def set(self, name: str, value: float, labels=None) -> None:
+        return None
+
+    def observe(self, name: str, value: float, labels=None) -> None:
+        self.observed.append((name, value, dict(labels or {})))
+
+
+def test_extension_points_record_their_duration_with_status_and_profile() -> None:
+    metrics = ObservedMetrics()
+    ticks = iter([10.0, 10.25, 20.0, 20.5])
+    handle = Handle(scheduler_name="prof", metrics=metrics, now=lambda: next(ticks))
+    fwk = framework(
+        pre_filters=[PreFilterFixed("PF", Status(Code.UNSCHEDULABLE, "no"))],
+        scores=[(ScoreByTable("A", {"n1": 10}), 1)],
+        handle=handle,
+        name="prof",
+    )
+    nodes = [node_info(make_node("n1"))]
+    fwk.run_pre_filter(CycleState(), make_pod("p").pod(), nodes)
+    fwk.run_score(CycleState(), make_pod("p").pod(), nodes)
+    name = "scheduler_framework_extension_point_duration_seconds"
+    assert metrics.observed == [
+        (
+            name,
+            0.25,
+            {"extension_point": "PreFilter", "status": "Unschedulable", "profile": "prof"},
+        ),
+        (name, 0.5, {"extension_point": "Score", "status": "Success", "profile": "prof"}),
+    ]

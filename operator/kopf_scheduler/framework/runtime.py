@@ -45,6 +45,7 @@ from kopf_scheduler.framework.types import (
     PreFilterResult,
     QueuedPodInfo,
 )
+from kopf_scheduler.metric_names import FRAMEWORK_EXTENSION_POINT_DURATION
 from kopf_scheduler.model.pod import Pod
 
 MAX_TIMEOUT_SECONDS = 15 * 60.0
@@ -175,7 +176,7 @@ class Framework:
     def has_post_filter_plugins(self) -> bool:
         return bool(self.plugins.post_filter)
 
-    def run_pre_filter(
+    def _run_pre_filter(
         self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status, set[str]]:
         """Run PreFilter. Returns the merged node restriction, the status, and the plugins that
@@ -308,7 +309,7 @@ class Framework:
             return status
         return self.run_filter_plugins(state, pod, node_info)
 
-    def run_post_filter(
+    def _run_post_filter(
         self, state: CycleState, pod: Pod, node_to_status: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status]:
         """Run PostFilter until one succeeds; rejection reasons are joined as upstream does."""
@@ -334,7 +335,7 @@ class Framework:
 
     # Scoring -----------------------------------------------------------------------------------
 
-    def run_pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
+    def _run_pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
         skip = state.skip_score_plugins
         for plugin in self.plugins.pre_score:
             status = plugin.pre_score(state, pod, nodes)
@@ -348,7 +349,7 @@ class Framework:
                 )
         return SUCCESS
 
-    def run_score(
+    def _run_score(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> tuple[list[NodePluginScores], Status]:
         totals = [NodePluginScores(n.name) for n in nodes]
@@ -391,7 +392,7 @@ class Framework:
 
     # Reserve, permit, binding -----------------------------------------------------------------
 
-    def run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+    def _run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         for plugin in self.plugins.reserve:
             status = plugin.reserve(state, pod, node_name)
             if not status.is_success():
@@ -405,11 +406,11 @@ class Framework:
                 )
         return SUCCESS
 
-    def run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+    def _run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         for plugin in reversed(self.plugins.reserve):
             plugin.unreserve(state, pod, node_name)
 
-    def run_permit(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+    def _run_permit(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         waits: dict[str, float] = {}
         for plugin in self.plugins.permit:
             status, timeout = plugin.permit(state, pod, node_name)
@@ -465,7 +466,7 @@ class Framework:
             self._waiting.pop(pod.uid, None)
         return status
 
-    async def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+    async def _run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         for plugin in self.plugins.pre_bind:
             status = await plugin.pre_bind(state, pod, node_name)
             if status.is_skip():
@@ -481,7 +482,7 @@ class Framework:
                 )
         return SUCCESS
 
-    async def run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+    async def _run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         if not self.plugins.bind:
             return Status(Code.SKIP)
         status = Status(Code.SKIP)
@@ -501,6 +502,80 @@ class Framework:
             return status
         return status
 
-    def run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
+    def _run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
         for plugin in self.plugins.post_bind:
             plugin.post_bind(state, pod, node_name)
+
+    # Timed entry points: scheduler_framework_extension_point_duration_seconds -------------------
+
+    def observe_extension_point(self, point: str, started: float, status: Status) -> None:
+        """Record one run of the extension point ``point`` that began at ``started``."""
+        self.handle.metrics.observe(
+            FRAMEWORK_EXTENSION_POINT_DURATION,
+            self.handle.now() - started,
+            {"extension_point": point, "status": status.code.label, "profile": self.scheduler_name},
+        )
+
+    def run_pre_filter(
+        self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status, set[str]]:
+        started = self.handle.now()
+        result = self._run_pre_filter(state, pod, nodes)
+        self.observe_extension_point("PreFilter", started, result[1])
+        return result
+
+    def run_post_filter(
+        self, state: CycleState, pod: Pod, node_to_status: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]:
+        started = self.handle.now()
+        result = self._run_post_filter(state, pod, node_to_status)
+        self.observe_extension_point("PostFilter", started, result[1])
+        return result
+
+    def run_pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
+        started = self.handle.now()
+        status = self._run_pre_score(state, pod, nodes)
+        self.observe_extension_point("PreScore", started, status)
+        return status
+
+    def run_score(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[NodePluginScores], Status]:
+        started = self.handle.now()
+        result = self._run_score(state, pod, nodes)
+        self.observe_extension_point("Score", started, result[1])
+        return result
+
+    def run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        started = self.handle.now()
+        status = self._run_reserve(state, pod, node_name)
+        self.observe_extension_point("Reserve", started, status)
+        return status
+
+    def run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        started = self.handle.now()
+        self._run_unreserve(state, pod, node_name)
+        self.observe_extension_point("Unreserve", started, SUCCESS)
+
+    def run_permit(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        started = self.handle.now()
+        status = self._run_permit(state, pod, node_name)
+        self.observe_extension_point("Permit", started, status)
+        return status
+
+    async def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        started = self.handle.now()
+        status = await self._run_pre_bind(state, pod, node_name)
+        self.observe_extension_point("PreBind", started, status)
+        return status
+
+    async def run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        started = self.handle.now()
+        status = await self._run_bind(state, pod, node_name)
+        self.observe_extension_point("Bind", started, status)
+        return status
+
+    def run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        started = self.handle.now()
+        self._run_post_bind(state, pod, node_name)
+        self.observe_extension_point("PostBind", started, SUCCESS)

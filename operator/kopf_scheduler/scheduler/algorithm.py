@@ -21,7 +21,7 @@ from kopf_scheduler.cache.node_info import NodeInfo
 from kopf_scheduler.cache.snapshot import Snapshot
 from kopf_scheduler.framework.cycle_state import CycleState
 from kopf_scheduler.framework.runtime import Framework
-from kopf_scheduler.framework.status import Code, Status
+from kopf_scheduler.framework.status import SUCCESS, Code, Status
 from kopf_scheduler.framework.types import (
     Diagnosis,
     FitError,
@@ -150,8 +150,10 @@ class Algorithm:
             status = framework.run_pre_score(state, pod, feasible)
             if not status.is_success():
                 raise SchedulingError(status)
+            started = framework.handle.now()
             result = fast.score(framework, state, pod, positions)
             if result is not None:
+                framework.observe_extension_point("Score", started, SUCCESS)
                 index = FastPath.select_host(result.totals, self.rng)
                 return Decision(
                     result.name(index),
