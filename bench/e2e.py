@@ -28,6 +28,7 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -389,6 +390,50 @@ def _control_plane_cpu(cluster: BenchCluster) -> dict[str, float]:
     return result
 
 
+QUIET_CORES = 0.35
+"""Control-plane CPU (cores) below which the cluster counts as settled before a run starts."""
+PLATEAU = 0.9
+"""A window using more than this fraction of the previous one's CPU: the load stopped falling."""
+QUIET_WINDOW = 5.0
+QUIET_TIMEOUT = 240.0
+
+
+async def wait_until_quiet(
+    sample: Callable[[], float],
+    *,
+    window: float = QUIET_WINDOW,
+    threshold: float = QUIET_CORES,
+    timeout: float = QUIET_TIMEOUT,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+) -> dict[str, float]:
+    """Wait until the control plane's CPU use over one ``window`` falls below ``threshold``
+    or stops falling (a large cluster has a steady load of its own: kwok renews every node's
+    Lease).
+
+    ``sample()`` returns the control plane's CPU seconds so far. After nodes are created, or
+    after the previous run's namespace was deleted, kwok and the API server keep working for a
+    minute or more (leases, node and pod status stages): a run started then shares the two cores
+    with that work, and the scheduler that runs first in a pair would be measured on a busier
+    machine than the second one. Returns the seconds waited and the last rate seen.
+    """
+    started = clock()
+    before = sample()
+    rate = float("inf")
+    while clock() - started < timeout:
+        await sleep(window)
+        after = sample()
+        previous, rate = rate, (after - before) / window
+        before = after
+        if rate < threshold or rate > PLATEAU * previous:
+            break
+    return {"seconds": round(clock() - started, 1), "cores": round(rate, 3)}
+
+
+def _control_plane_seconds(cluster: BenchCluster) -> float:
+    return sum(_control_plane_cpu(cluster).values())
+
+
 def _timeout_for(scenario: Scenario, qps: float) -> float:
     per_second = min(qps, 50.0) if qps <= 100 else 20.0
     return 300.0 + scenario.measured_count / max(per_second / 2, 5.0)
@@ -414,9 +459,11 @@ async def run_one(
     init_running = await wait_all_running(client, namespace)
     say(f"  {len(init)} init pods created ({init_creation['per_second']}/s) and Running")
 
+    quiet = await wait_until_quiet(lambda: _control_plane_seconds(cluster))
+    say(f"  control plane quiet after {quiet['seconds']} s ({quiet['cores']} cores)")
     process = start_scheduler(which, cluster, qps, burst, run_dir)
     watcher: Watcher | None = None
-    result: dict[str, Any] = {"scheduler": which, "namespace": namespace}
+    result: dict[str, Any] = {"scheduler": which, "namespace": namespace, "settle": quiet}
     try:
         ready_seconds = await asyncio.to_thread(process.wait_ready)
         watcher = Watcher(cluster, namespace, scenario.measured_count, run_dir / "watch.json")

@@ -7,12 +7,13 @@ percentiles, histogram quantiles, audit counting, the docs table) are checked on
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from bench.e2e import audit_counts, ratios, watch_figures
+from bench.e2e import audit_counts, ratios, wait_until_quiet, watch_figures
 from bench.inprocess import run_inprocess
 from bench.scenarios import Arrivals, Group, Scenario, check
 
@@ -283,3 +284,30 @@ def test_e2e_victims_are_compared_with_preempting_pods(
     victims = figures["victims"]
     assert {k: victims[k] for k in expected} == expected
     assert figures["all_measured_bound"]
+
+
+def test_waiting_for_a_quiet_control_plane_stops_when_the_load_is_low_or_steady() -> None:
+    def run(cpu_per_window: list[float]) -> dict[str, float]:
+        now = [0.0]
+        used = [0.0]
+        rates = iter(cpu_per_window)
+
+        async def sleep(seconds: float) -> None:
+            now[0] += seconds
+            used[0] += next(rates) * seconds
+
+        return asyncio.run(
+            wait_until_quiet(
+                lambda: used[0],
+                window=5.0,
+                threshold=0.35,
+                timeout=60.0,
+                clock=lambda: now[0],
+                sleep=sleep,
+            )
+        )
+
+    assert run([1.8, 1.2, 0.2, 0.1]) == {"seconds": 15.0, "cores": 0.2}  # fell below the threshold
+    assert run([1.8, 0.9, 0.85, 0.1]) == {"seconds": 15.0, "cores": 0.85}  # stopped falling
+    assert run([2.0 / 1.5**i for i in range(20)]) == {"seconds": 30.0, "cores": 0.263}
+    assert run([1.0] * 20) == {"seconds": 10.0, "cores": 1.0}  # a steady load: one more window
