@@ -5,7 +5,8 @@ as long as it runs, and every watch event allocates a few hundred short-lived co
 CPython's default thresholds (700, 10, 10) the young generation is collected every few pod events
 and the full collection, which walks the entire cache, runs again each time the heap has grown by a
 quarter. Measured on the in-memory cluster (bench S2: 5,000 nodes, 10,000 pods scheduled), the
-collector took 2.2 s of 14 s of CPU with the defaults and 0.7 s with the settings below.
+collector took 2.2 s of 14 s of CPU with the default thresholds and 0.7 s with the thresholds
+below (freezing comes on top of that and was not measured on its own).
 
 The settings trade a little memory for that time: the young generation is collected every 50,000
 net allocations instead of 700, and objects that exist once the caches are synced (the initial

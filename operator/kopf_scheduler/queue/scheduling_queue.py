@@ -160,7 +160,7 @@ class SchedulingQueue:
     def add(self, pod: Pod) -> None:
         """A new pending pod: to activeQ, or parked as gated if a PreEnqueue plugin refuses it."""
         info = self.new_queued_pod_info(pod)
-        if self._move_to_active(info, UNSCHEDULED_POD_ADD.name, from_backoff=False):
+        if self._move_to_active(info, UNSCHEDULED_POD_ADD.name, admitted=False):
             self._wake()
 
     def update(self, old: Pod | None, new: Pod) -> None:
@@ -187,7 +187,7 @@ class SchedulingQueue:
                     break
             return
         info = self.new_queued_pod_info(new)
-        if self._move_to_active(info, UNSCHEDULED_POD_UPDATE.name, from_backoff=False):
+        if self._move_to_active(info, UNSCHEDULED_POD_UPDATE.name, admitted=False):
             self._wake()
 
     def delete(self, pod: Pod) -> None:
@@ -225,7 +225,7 @@ class SchedulingQueue:
             if info is None:
                 return False
             from_backoff = True
-        return self._move_to_active(info, FORCE_ACTIVATE.name, from_backoff=from_backoff)
+        return self._move_to_active(info, FORCE_ACTIVATE.name, admitted=from_backoff)
 
     # The scheduling loop ------------------------------------------------------------------------
 
@@ -309,7 +309,7 @@ class SchedulingQueue:
         """Move every pod whose backoff has ended to activeQ (run every second, on the second)."""
         activated = False
         for info in self._backoff.pop_all_completed():
-            if self._move_to_active(info, BACKOFF_COMPLETE.name, from_backoff=True):
+            if self._move_to_active(info, BACKOFF_COMPLETE.name, admitted=True):
                 activated = True
         if activated:
             self._wake()
@@ -365,6 +365,7 @@ class SchedulingQueue:
             if strategy is QueueingStrategy.SKIP:
                 continue
             self._unschedulable.delete(info.pod.key)
+            admitted = False
             if info.gated:
                 # Whichever sub-queue the strategy names, a gated pod must pass PreEnqueue to get
                 # there, and one still gated goes back to unschedulablePods either way. Asking
@@ -374,8 +375,6 @@ class SchedulingQueue:
                 if not admitted:
                     self._add_unschedulable(info, event.name)
                     continue
-            else:
-                admitted = False
             if self._requeue(info, strategy, event.name, admitted=admitted) in (ACTIVE, BACKOFF):
                 activated = True
         self._move_request_cycle = self._scheduling_cycle
@@ -403,13 +402,14 @@ class SchedulingQueue:
         if strategy is QueueingStrategy.AFTER_BACKOFF and self._backoff.is_backing_off(info):
             moved = self._move_to_backoff(info, event, admitted=admitted)
             return BACKOFF if moved else UNSCHEDULABLE
-        moved = self._move_to_active(info, event, from_backoff=admitted)
+        moved = self._move_to_active(info, event, admitted=admitted)
         return ACTIVE if moved else UNSCHEDULABLE
 
-    def _move_to_active(self, info: QueuedPodInfo, event: str, *, from_backoff: bool) -> bool:
-        # A pod coming straight from backoffQ passed PreEnqueue when it went in (and one just
-        # admitted by a gating plugin's event passed it a moment ago).
-        if not from_backoff:
+    def _move_to_active(self, info: QueuedPodInfo, event: str, *, admitted: bool) -> bool:
+        # ``admitted``: the pod passed PreEnqueue already (a pod coming straight from backoffQ
+        # passed it when it went in; a gated one just released by its plugin's event, a moment
+        # ago), so it is not asked again.
+        if not admitted:
             self._run_pre_enqueue(info)
         key = info.pod.key
         if info.gated:

@@ -150,8 +150,8 @@ class Scheduler:
     def schedule_one(self) -> bool:
         """Schedule the next pod if there is one; ``False`` when the queue had nothing to pop.
 
-        A failed cycle leaves its status patch in :attr:`cycle_status_patch`; :meth:`run` waits
-        for it before the next pod.
+        A failed cycle leaves its status patch in ``_cycle_status_patch``; :meth:`run` waits for
+        it before the next pod.
         """
         self._cycle_status_patch = None
         self._in_scheduling_cycle = True
@@ -159,10 +159,6 @@ class Scheduler:
             return self._schedule_one()
         finally:
             self._in_scheduling_cycle = False
-
-    @property
-    def cycle_status_patch(self) -> asyncio.Task[None] | None:
-        return self._cycle_status_patch
 
     def _schedule_one(self) -> bool:
         qpi = self.queue.pop()
