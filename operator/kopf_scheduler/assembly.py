@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kopf_scheduler.cache.cache import DEFAULT_ASSUMED_POD_TTL, Cache
 from kopf_scheduler.cache.snapshot import Snapshot
+from kopf_scheduler.cache.storage import StorageCache
 from kopf_scheduler.config.profiles import build_profile_plugins
 from kopf_scheduler.config.types import SchedulerConfig
 from kopf_scheduler.framework.handle import Handle
@@ -27,6 +28,7 @@ from kopf_scheduler.ports import (
     NullMetrics,
     PodDeleter,
     PodStatusWriter,
+    StorageWriter,
 )
 from kopf_scheduler.queue.scheduling_queue import SchedulingQueue
 from kopf_scheduler.scheduler.algorithm import Algorithm
@@ -43,6 +45,7 @@ class Ports:
     pod_deleter: PodDeleter
     event_recorder: EventRecorder
     metrics: Metrics | None = None
+    storage_writer: StorageWriter | None = None
 
 
 @dataclass
@@ -51,6 +54,7 @@ class ClusterView:
 
     get_pod: Callable[[str], Pod | None]
     pdbs: Callable[[], list[PodDisruptionBudget]]
+    storage: StorageCache = field(default_factory=StorageCache)
 
 
 def build_scheduler(
@@ -83,6 +87,8 @@ def build_scheduler(
         handle.status_writer = ports.status_writer
         handle.pod_deleter = ports.pod_deleter
         handle.event_recorder = ports.event_recorder
+        handle.storage = view.storage
+        handle.storage_writer = ports.storage_writer
         handle.get_pod = view.get_pod
         handle.pdbs = view.pdbs
         handle.workload_selectors = workload_selectors

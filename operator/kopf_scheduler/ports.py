@@ -107,6 +107,20 @@ class PodDeleter(Protocol):
         """Delete with a UID precondition and the pod's own grace period; NotFound is success."""
 
 
+class StorageWriter(Protocol):
+    """The writes of volume binding: a PV's ``claimRef``, a claim's selected-node annotation.
+
+    Both are full-object updates (PUT) with the object's resourceVersion, so a write based on a
+    stale copy fails with :class:`ConflictError` instead of overwriting someone else's change.
+    """
+
+    async def update_volume(self, raw: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Update a PersistentVolume; returns the object as stored (new resourceVersion)."""
+
+    async def update_claim(self, raw: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Update a PersistentVolumeClaim; returns the object as stored."""
+
+
 @dataclass(frozen=True)
 class Event:
     """An events.k8s.io/v1 Event about a pod, as ``kubectl describe`` shows it."""

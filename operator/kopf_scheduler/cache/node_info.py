@@ -86,6 +86,7 @@ class NodeInfo:
         "pods",
         "pods_with_affinity",
         "pods_with_required_anti_affinity",
+        "pvc_ref_counts",
         "requested",
         "used_ports",
     )
@@ -96,6 +97,8 @@ class NodeInfo:
         self.pods_with_affinity: list[Pod] = []
         self.pods_with_required_anti_affinity: list[Pod] = []
         self.used_ports = HostPortUsage()
+        self.pvc_ref_counts: dict[str, int] = {}
+        """How many pods on the node use each claim (``namespace/name``)."""
         self.requested = Resource()
         self.non_zero_requested = Resource()
         self.allocatable = Resource()
@@ -148,12 +151,20 @@ class NodeInfo:
             self.non_zero_requested.memory += non_zero.memory
             for port in pod.host_ports:
                 self.used_ports.add(port)
+            for key in pod.claim_keys:
+                self.pvc_ref_counts[key] = self.pvc_ref_counts.get(key, 0) + 1
         else:
             self.requested.subtract(requests)
             self.non_zero_requested.milli_cpu -= non_zero.milli_cpu
             self.non_zero_requested.memory -= non_zero.memory
             for port in pod.host_ports:
                 self.used_ports.remove(port)
+            for key in pod.claim_keys:
+                remaining = self.pvc_ref_counts.get(key, 0) - 1
+                if remaining > 0:
+                    self.pvc_ref_counts[key] = remaining
+                else:
+                    self.pvc_ref_counts.pop(key, None)
 
     def clone(self) -> NodeInfo:
         clone = NodeInfo.__new__(NodeInfo)
@@ -162,6 +173,7 @@ class NodeInfo:
         clone.pods_with_affinity = list(self.pods_with_affinity)
         clone.pods_with_required_anti_affinity = list(self.pods_with_required_anti_affinity)
         clone.used_ports = self.used_ports.copy()
+        clone.pvc_ref_counts = dict(self.pvc_ref_counts)
         clone.requested = self.requested.copy()
         clone.non_zero_requested = self.non_zero_requested.copy()
         clone.allocatable = self.allocatable

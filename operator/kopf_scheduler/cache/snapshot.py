@@ -53,6 +53,13 @@ class Snapshot:
     def get(self, name: str) -> NodeInfo | None:
         return self.node_info_map.get(name)
 
+    def is_pvc_used_by_pods(self, key: str) -> bool:
+        """Whether any pod on any node (bound or assumed) uses claim ``namespace/name``.
+
+        Scans the nodes: only pods with ReadWriteOncePod claims ask, and they are rare.
+        """
+        return any(key in info.pvc_ref_counts for info in self.node_info_list)
+
     def num_nodes(self) -> int:
         return len(self.node_info_list)
 

@@ -23,6 +23,13 @@ class EventResource(Enum):
     NODE = "Node"
     POD_DISRUPTION_BUDGET = "PodDisruptionBudget"
     NAMESPACE = "Namespace"
+    PERSISTENT_VOLUME = "PersistentVolume"
+    PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
+    STORAGE_CLASS = "StorageClass"
+    CSI_NODE = "CSINode"
+    CSI_DRIVER = "CSIDriver"
+    CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
+    VOLUME_ATTACHMENT = "VolumeAttachment"
     WILDCARD = "*"
 
     def matches(self, incoming: EventResource) -> bool:
@@ -117,6 +124,15 @@ UNSCHEDULED_POD_UPDATE = ClusterEvent(
 UNSCHEDULED_POD_DELETE = ClusterEvent(
     EventResource.UNSCHEDULED_POD, ActionType.DELETE, "UnscheduledPodDelete"
 )
+
+
+def object_event(resource: EventResource, action: ActionType) -> ClusterEvent:
+    """The event the handlers raise for an object without finer-grained updates (storage kinds):
+    ``action`` is ADD, DELETE or UPDATE_GENERIC; labelled as upstream (``PersistentVolumeAdd``)."""
+    verb = {ActionType.ADD: "Add", ActionType.DELETE: "Delete"}.get(action, "Update")
+    return ClusterEvent(resource, action, f"{resource.value}{verb}")
+
+
 WILDCARD_EVENT = ClusterEvent(EventResource.WILDCARD, ActionType.ALL, "*")
 UNSCHEDULABLE_TIMEOUT = ClusterEvent(EventResource.WILDCARD, ActionType.ALL, "UnschedulableTimeout")
 FORCE_ACTIVATE = ClusterEvent(EventResource.WILDCARD, ActionType.ALL, "ForceActivate")

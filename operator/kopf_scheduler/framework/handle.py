@@ -1,5 +1,6 @@
 """What plugins may use besides their own arguments: the snapshot, the nominator, time, chance,
-the API ports, and a way to reach back into the framework (preemption runs filters itself).
+the storage objects, the API ports, and a way to reach back into the framework (preemption runs
+filters itself).
 
 The scheduler builds one Handle per profile and fills it before plugins are constructed.
 """
@@ -11,6 +12,7 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kopf_scheduler.cache.snapshot import Snapshot
+from kopf_scheduler.cache.storage import StorageCache
 from kopf_scheduler.model.pdb import PodDisruptionBudget
 from kopf_scheduler.ports import Metrics, NullMetrics
 
@@ -18,7 +20,13 @@ if TYPE_CHECKING:
     from kopf_scheduler.framework.runtime import Framework
     from kopf_scheduler.framework.types import NominatingInfo
     from kopf_scheduler.model.pod import Pod
-    from kopf_scheduler.ports import Binder, EventRecorder, PodDeleter, PodStatusWriter
+    from kopf_scheduler.ports import (
+        Binder,
+        EventRecorder,
+        PodDeleter,
+        PodStatusWriter,
+        StorageWriter,
+    )
 
 
 class PodNominator(Protocol):
@@ -69,6 +77,10 @@ class Handle:
         self.status_writer: PodStatusWriter | None = None
         self.pod_deleter: PodDeleter | None = None
         self.event_recorder: EventRecorder | None = None
+        self.storage: StorageCache = StorageCache()
+        """Claims, volumes and the other storage objects, with volume binding's assumptions."""
+        self.storage_writer: StorageWriter | None = None
+        """Where volume binding writes PV claimRefs and claims' selected-node annotations."""
         self.workload_selectors: Any = None
         """Selectors of the workloads owning or selecting a pod (default topology spreading);
         ``None`` when the scheduler does not watch Services and controllers."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kopf_scheduler.cache.storage import StorageCache
 from kopf_scheduler.model.pdb import PodDisruptionBudget
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.priority_class import PriorityClass
@@ -16,6 +17,8 @@ class Store:
         self.invalid_pods: dict[str, Mapping[str, Any]] = {}
         self.pdbs: dict[str, PodDisruptionBudget] = {}
         self.priority_classes: dict[str, PriorityClass] = {}
+        self.storage = StorageCache()
+        """Claims, volumes and the other storage objects the volume plugins read."""
 
     def get_pod(self, key: str) -> Pod | None:
         return self.pods.get(key)

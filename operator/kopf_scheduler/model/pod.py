@@ -18,6 +18,7 @@ from kopf_scheduler.model.affinity import (
     parse_weighted_terms,
 )
 from kopf_scheduler.model.errors import InvalidObjectError
+from kopf_scheduler.model.pod_volumes import PodVolume, parse_pod_volumes
 from kopf_scheduler.model.resources import Resource, pod_requests
 from kopf_scheduler.model.selectors import NodeSelector, PreferredSchedulingTerm, parse_string_map
 from kopf_scheduler.model.taints import Toleration
@@ -51,6 +52,7 @@ class Pod:
         "affinity_preferred",
         "anti_affinity_preferred",
         "anti_affinity_required",
+        "claim_keys",
         "conditions",
         "deletion_timestamp",
         "host_ports",
@@ -80,6 +82,7 @@ class Pod:
         "tolerations",
         "topology_spread_constraints",
         "uid",
+        "volumes",
     )
 
     def __init__(self, raw: Mapping[str, Any]) -> None:
@@ -165,6 +168,12 @@ class Pod:
         self.scheduling_gates: tuple[str, ...] = tuple(
             g.get("name", "") if isinstance(g, Mapping) else str(g) for g in gates
         )
+
+        self.volumes: tuple[PodVolume, ...] = parse_pod_volumes(spec.get("volumes"), name)
+        self.claim_keys: tuple[str, ...] = tuple(
+            f"{self.namespace}/{volume.claim_name}" for volume in self.volumes if volume.claim_name
+        )
+        """``namespace/name`` of every claim the pod uses (PVC and generic ephemeral volumes)."""
 
         self.nominated_node_name: str = status.get("nominatedNodeName") or ""
         self.start_time = parse_timestamp(status.get("startTime"), "status.startTime")

@@ -146,7 +146,7 @@ class Operator:
         self.scheduler = build_scheduler(
             config,
             ports,
-            ClusterView(self.store.get_pod, self.store.list_pdbs),
+            ClusterView(self.store.get_pod, self.store.list_pdbs, self.store.storage),
             on_attempt=explanations,
             workload_selectors=self.workloads,
         )

@@ -70,7 +70,7 @@ class Simulation:
     def _setup(self) -> tuple[Scheduler, EventHandlers]:
         cluster = self.cluster
         ports = Ports(self.clock, cluster, cluster, cluster, cluster)
-        view = ClusterView(self.store.get_pod, self.store.list_pdbs)
+        view = ClusterView(self.store.get_pod, self.store.list_pdbs, self.store.storage)
         scheduler = build_scheduler(
             self.config, ports, view, seed=self.seed, on_attempt=self.attempts.append
         )
