@@ -184,6 +184,28 @@ class PodBuilder:
         self.spec["terminationGracePeriodSeconds"] = seconds
         return self
 
+    def volume(self, name: str, **source: Any) -> PodBuilder:
+        """A volume with one source, e.g. ``.volume("v", gcePersistentDisk={"pdName": "d"})``."""
+        self.spec.setdefault("volumes", []).append({"name": name, **source})
+        return self
+
+    def claim(self, claim_name: str, volume: str = "", read_only: bool = False) -> PodBuilder:
+        """A ``persistentVolumeClaim`` volume (named after the claim unless ``volume`` is given)."""
+        source: dict[str, Any] = {"claimName": claim_name}
+        if read_only:
+            source["readOnly"] = True
+        return self.volume(volume or claim_name, persistentVolumeClaim=source)
+
+    def ephemeral(self, volume: str, storage_class: str = "", size: str = "1Gi") -> PodBuilder:
+        """A generic ephemeral volume; its claim is ``<pod>-<volume>``."""
+        spec: dict[str, Any] = {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": size}},
+        }
+        if storage_class:
+            spec["storageClassName"] = storage_class
+        return self.volume(volume, ephemeral={"volumeClaimTemplate": {"spec": spec}})
+
     def obj(self) -> dict[str, Any]:
         return copy.deepcopy(self.raw)
 
