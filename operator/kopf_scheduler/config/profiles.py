@@ -59,7 +59,7 @@ def _instantiate(
             continue
         if name not in known:
             hint = (
-                " (volume and dynamic-resource plugins are not supported)"
+                " (dynamic-resource and in-tree volume limit plugins are not supported)"
                 if name in registry.UNSUPPORTED_UPSTREAM_PLUGINS
                 else ""
             )

@@ -24,6 +24,10 @@ _MODULES: dict[str, str] = {
     "NodeAffinity": "node_affinity",
     "NodePorts": "node_ports",
     "NodeResourcesFit": "node_resources_fit",
+    "VolumeRestrictions": "volume_restrictions",
+    "NodeVolumeLimits": "node_volume_limits",
+    "VolumeBinding": "volume_binding",
+    "VolumeZone": "volume_zone",
     "PodTopologySpread": "pod_topology_spread",
     "InterPodAffinity": "inter_pod_affinity",
     "DefaultPreemption": "default_preemption",
@@ -52,10 +56,6 @@ DEFAULT_MULTI_POINT: tuple[tuple[str, int], ...] = (
 
 UNSUPPORTED_UPSTREAM_PLUGINS = frozenset(
     {
-        "VolumeBinding",
-        "VolumeRestrictions",
-        "VolumeZone",
-        "NodeVolumeLimits",
         "DynamicResources",
         "EBSLimits",
         "GCEPDLimits",
@@ -63,7 +63,8 @@ UNSUPPORTED_UPSTREAM_PLUGINS = frozenset(
         "CinderLimits",
     }
 )
-"""Upstream plugins that kopf-scheduler does not implement (volumes and dynamic resources)."""
+"""Upstream plugins that kopf-scheduler does not implement (dynamic resources, in-tree volume
+limits)."""
 
 
 def plugin_names() -> list[str]:
