@@ -98,7 +98,7 @@ class NodeInfo:
         self.pods_with_required_anti_affinity: list[Pod] = []
         self.used_ports = HostPortUsage()
         self.pvc_ref_counts: dict[str, int] = {}
-        """How many pods on the node use each claim (``namespace/name``)."""
+        """How many pods on the node name each claim in a ``persistentVolumeClaim`` volume."""
         self.requested = Resource()
         self.non_zero_requested = Resource()
         self.allocatable = Resource()
@@ -151,7 +151,7 @@ class NodeInfo:
             self.non_zero_requested.memory += non_zero.memory
             for port in pod.host_ports:
                 self.used_ports.add(port)
-            for key in pod.claim_keys:
+            for key in pod.pvc_volume_keys:
                 self.pvc_ref_counts[key] = self.pvc_ref_counts.get(key, 0) + 1
         else:
             self.requested.subtract(requests)
@@ -159,7 +159,7 @@ class NodeInfo:
             self.non_zero_requested.memory -= non_zero.memory
             for port in pod.host_ports:
                 self.used_ports.remove(port)
-            for key in pod.claim_keys:
+            for key in pod.pvc_volume_keys:
                 remaining = self.pvc_ref_counts.get(key, 0) - 1
                 if remaining > 0:
                     self.pvc_ref_counts[key] = remaining

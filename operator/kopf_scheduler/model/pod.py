@@ -18,7 +18,11 @@ from kopf_scheduler.model.affinity import (
     parse_weighted_terms,
 )
 from kopf_scheduler.model.errors import InvalidObjectError
-from kopf_scheduler.model.pod_volumes import PodVolume, parse_pod_volumes
+from kopf_scheduler.model.pod_volumes import (
+    PERSISTENT_VOLUME_CLAIM,
+    PodVolume,
+    parse_pod_volumes,
+)
 from kopf_scheduler.model.resources import Resource, pod_requests
 from kopf_scheduler.model.selectors import NodeSelector, PreferredSchedulingTerm, parse_string_map
 from kopf_scheduler.model.taints import Toleration
@@ -72,6 +76,7 @@ class Pod:
         "preemption_policy",
         "priority",
         "priority_class_name",
+        "pvc_volume_keys",
         "raw",
         "requests",
         "resource_version",
@@ -174,6 +179,13 @@ class Pod:
             f"{self.namespace}/{volume.claim_name}" for volume in self.volumes if volume.claim_name
         )
         """``namespace/name`` of every claim the pod uses (PVC and generic ephemeral volumes)."""
+        self.pvc_volume_keys: tuple[str, ...] = tuple(
+            f"{self.namespace}/{volume.claim_name}"
+            for volume in self.volumes
+            if volume.source_kind == PERSISTENT_VOLUME_CLAIM
+        )
+        """``namespace/name`` of the claims named by ``persistentVolumeClaim`` volumes only: the
+        ones a node counts as in use (ReadWriteOncePod conflicts)."""
 
         self.nominated_node_name: str = status.get("nominatedNodeName") or ""
         self.start_time = parse_timestamp(status.get("startTime"), "status.startTime")

@@ -96,6 +96,13 @@ def _string_list(value: Any, field: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _class_name(annotations: Mapping[str, str], spec: Mapping[str, Any]) -> str:
+    """The legacy class annotation when present (even empty), else ``spec.storageClassName``."""
+    if BETA_STORAGE_CLASS_ANNOTATION in annotations:
+        return annotations[BETA_STORAGE_CLASS_ANNOTATION]
+    return _string(spec.get("storageClassName"), "spec.storageClassName")
+
+
 def _storage_bytes(resources: Mapping[str, Any], field: str) -> int:
     if STORAGE not in resources:
         return 0
@@ -173,6 +180,7 @@ class ClaimRef:
 class PersistentVolumeClaim(_Meta):
     __slots__ = (
         "access_modes",
+        "controller_uid",
         "phase",
         "request",
         "selector",
@@ -186,9 +194,7 @@ class PersistentVolumeClaim(_Meta):
         spec = _mapping(raw.get("spec"), "spec")
         status = _mapping(raw.get("status"), "status")
         self.volume_name: str = _string(spec.get("volumeName"), "spec.volumeName")
-        self.storage_class_name: str = self.annotations.get(
-            BETA_STORAGE_CLASS_ANNOTATION
-        ) or _string(spec.get("storageClassName"), "spec.storageClassName")
+        self.storage_class_name: str = _class_name(self.annotations, spec)
         self.access_modes = _string_list(spec.get("accessModes"), "spec.accessModes")
         resources = _mapping(spec.get("resources"), "spec.resources")
         self.request: int = _storage_bytes(
@@ -204,6 +210,9 @@ class PersistentVolumeClaim(_Meta):
             _string(spec.get("volumeMode"), "spec.volumeMode") or VOLUME_MODE_FILESYSTEM
         )
         self.phase: str = _string(status.get("phase"), "status.phase") or CLAIM_PENDING
+        self.controller_uid: str | None = _controller_uid(raw)
+        """UID of the owner reference marked ``controller`` (``None`` without one): the pod a
+        generic ephemeral volume's claim was created for."""
 
     @property
     def is_bound(self) -> bool:
@@ -216,6 +225,20 @@ class PersistentVolumeClaim(_Meta):
 
     def __repr__(self) -> str:
         return f"PersistentVolumeClaim({self.key}, volume={self.volume_name!r})"
+
+
+def _controller_uid(raw: Mapping[str, Any]) -> str | None:
+    """The UID of the first owner reference with ``controller: true``, as the API's helpers
+    find an object's controller."""
+    metadata = _mapping(raw.get("metadata"), "metadata")
+    owners = metadata.get("ownerReferences") or []
+    if not isinstance(owners, list):
+        raise InvalidObjectError("metadata.ownerReferences", "must be a list")
+    for index, owner in enumerate(owners):
+        reference = _mapping(owner, f"metadata.ownerReferences[{index}]")
+        if reference.get("controller") is True:
+            return _string(reference.get("uid"), f"metadata.ownerReferences[{index}].uid")
+    return None
 
 
 class CSISource:
@@ -244,11 +267,11 @@ class PersistentVolume(_Meta):
         super().__init__(raw, namespaced=False)
         spec = _mapping(raw.get("spec"), "spec")
         status = _mapping(raw.get("status"), "status")
-        self.storage_class_name: str = self.annotations.get(
-            BETA_STORAGE_CLASS_ANNOTATION
-        ) or _string(spec.get("storageClassName"), "spec.storageClassName")
+        self.storage_class_name: str = _class_name(self.annotations, spec)
         self.access_modes = _string_list(spec.get("accessModes"), "spec.accessModes")
-        self.capacity: int = _storage_bytes(_mapping(spec.get("capacity"), "spec.capacity"), "")
+        self.capacity: int = _storage_bytes(
+            _mapping(spec.get("capacity"), "spec.capacity"), "spec.capacity"
+        )
         self.volume_mode: str = (
             _string(spec.get("volumeMode"), "spec.volumeMode") or VOLUME_MODE_FILESYSTEM
         )
