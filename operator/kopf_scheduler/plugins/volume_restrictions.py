@@ -1,0 +1,274 @@
+"""VolumeRestrictions: volumes that only one pod may use at a time.
+
+Two kinds of exclusive volume are enforced.
+
+In-tree disks. A pod's GCE persistent disk, AWS EBS volume, Ceph RBD image or iSCSI target
+conflicts with the same disk used by a pod already on the node:
+
+- GCE PD: same ``pdName``, unless both mounts are read-only;
+- AWS EBS: same ``volumeID``, read-only or not (EBS cannot be attached twice);
+- RBD: at least one Ceph monitor in common, same pool and image, unless both are read-only;
+- iSCSI: same ``iqn``, unless both are read-only.
+
+Filter rejects such a node with ``node(s) had no available disk``.
+
+ReadWriteOncePod claims. PreFilter looks up the claim of every ``persistentVolumeClaim`` volume
+(a missing claim rejects the pod, UnschedulableAndUnresolvable, with the API's not-found text),
+keeps the names of those whose access modes include ``ReadWriteOncePod``, and counts how many of
+them some pod on some node (bound or assumed) already uses. While that count is above zero,
+Filter rejects every node: the check is cluster-wide, not per node. Generic ephemeral volumes
+are not looked at, as upstream.
+
+Both rejections are plain Unschedulable: evicting the other pod frees the volume. During
+preemption's dry runs AddPod and RemovePod move the count by the number of the other pod's
+``persistentVolumeClaim`` volumes named like one of the pod's ReadWriteOncePod claims; like
+upstream they compare names only, not namespaces. Removing the holder of a claim therefore
+clears the conflict on the holder's node, which is where the preemptor lands.
+
+PreFilter skips the plugin for pods without any of the four in-tree disks whose ReadWriteOncePod
+claims (if any) are all unused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from kopf_scheduler.cache.node_info import NodeInfo
+from kopf_scheduler.framework.args import ensure_mapping, reject_unknown
+from kopf_scheduler.framework.cycle_state import CycleState, StateKey
+from kopf_scheduler.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
+from kopf_scheduler.framework.handle import Handle
+from kopf_scheduler.framework.status import SKIP, SUCCESS, Code, Status
+from kopf_scheduler.framework.types import PreFilterResult
+from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.model.pod_volumes import PERSISTENT_VOLUME_CLAIM, PodVolume
+from kopf_scheduler.model.storage import READ_WRITE_ONCE_POD, PersistentVolumeClaim
+
+NAME = "VolumeRestrictions"
+REASON_DISK_CONFLICT = "node(s) had no available disk"
+REASON_READ_WRITE_ONCE_POD_CONFLICT = (
+    "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode "
+    "already in-use by another pod"
+)
+
+GCE_PERSISTENT_DISK = "gcePersistentDisk"
+AWS_ELASTIC_BLOCK_STORE = "awsElasticBlockStore"
+RBD = "rbd"
+ISCSI = "iscsi"
+EXCLUSIVE_DISK_SOURCES = frozenset({GCE_PERSISTENT_DISK, AWS_ELASTIC_BLOCK_STORE, RBD, ISCSI})
+"""The in-tree volume sources whose disks a node may mount only once read-write."""
+
+DEFAULT_RBD_POOL = "rbd"
+"""The pool the API server fills in for an RBD volume that names none."""
+
+
+def claim_not_found(name: str) -> str:
+    """The API's not-found text for a claim, which is what the pod's status shows."""
+    return f'persistentvolumeclaim "{name}" not found'
+
+
+class _PreFilterState:
+    """The pod's ReadWriteOncePod claim names and how many uses of them other pods hold.
+
+    The names never change; the count does during preemption's dry runs, so clones copy it.
+    """
+
+    __slots__ = ("conflicting_claim_uses", "read_write_once_pod_claims")
+
+    def __init__(self, read_write_once_pod_claims: frozenset[str], conflicting_uses: int) -> None:
+        self.read_write_once_pod_claims = read_write_once_pod_claims
+        self.conflicting_claim_uses = conflicting_uses
+
+    def clone(self) -> _PreFilterState:
+        return _PreFilterState(self.read_write_once_pod_claims, self.conflicting_claim_uses)
+
+    def uses_by(self, other: Pod) -> int:
+        """How many of ``other``'s claim volumes name one of the pod's ReadWriteOncePod claims."""
+        return sum(
+            1
+            for volume in other.volumes
+            if volume.source_kind == PERSISTENT_VOLUME_CLAIM
+            and volume.claim_name in self.read_write_once_pod_claims
+        )
+
+
+PRE_FILTER_KEY: StateKey[_PreFilterState] = StateKey("PreFilter" + NAME)
+
+
+def _rbd_monitors(source: Mapping[str, Any]) -> frozenset[str]:
+    monitors = source.get("monitors")
+    if not isinstance(monitors, list):
+        return frozenset()
+    return frozenset(monitor for monitor in monitors if isinstance(monitor, str))
+
+
+def _rbd_pool(source: Mapping[str, Any]) -> Any:
+    return source.get("pool") or DEFAULT_RBD_POOL
+
+
+def disks_conflict(volume: PodVolume, existing: PodVolume) -> bool:
+    """Whether two pod volumes use the same exclusive in-tree disk (see the module docstring)."""
+    kind = volume.source_kind
+    if kind != existing.source_kind or kind not in EXCLUSIVE_DISK_SOURCES:
+        return False
+    source, other = volume.source, existing.source
+    both_read_only = volume.read_only and existing.read_only
+    if kind == GCE_PERSISTENT_DISK:
+        return source.get("pdName") == other.get("pdName") and not both_read_only
+    if kind == AWS_ELASTIC_BLOCK_STORE:
+        return bool(source.get("volumeID") == other.get("volumeID"))
+    if kind == ISCSI:
+        return source.get("iqn") == other.get("iqn") and not both_read_only
+    return (
+        not _rbd_monitors(source).isdisjoint(_rbd_monitors(other))
+        and _rbd_pool(source) == _rbd_pool(other)
+        and source.get("image") == other.get("image")
+        and not both_read_only
+    )
+
+
+def _exclusive_disks(pod: Pod) -> list[PodVolume]:
+    return [volume for volume in pod.volumes if volume.source_kind in EXCLUSIVE_DISK_SOURCES]
+
+
+def _conflicts_with_pod(disks: list[PodVolume], existing: Pod) -> bool:
+    return any(
+        disks_conflict(disk, existing_volume)
+        for disk in disks
+        for existing_volume in existing.volumes
+    )
+
+
+def satisfies_disk_conflicts(pod: Pod, pods_on_node: list[Pod]) -> bool:
+    """Whether none of ``pod``'s exclusive in-tree disks is already used on the node."""
+    disks = _exclusive_disks(pod)
+    if not disks:
+        return True
+    return not any(_conflicts_with_pod(disks, existing) for existing in pods_on_node)
+
+
+def _claim_names(pod: Pod) -> set[str]:
+    return {
+        volume.claim_name for volume in pod.volumes if volume.source_kind == PERSISTENT_VOLUME_CLAIM
+    }
+
+
+def _is_schedulable_after_pod_deleted(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    """Queue when the deleted pod, in the pod's namespace, used one of its in-tree disks or one
+    of its claims (the claim's access mode is not looked up, so any shared claim counts)."""
+    deleted = old
+    if not isinstance(deleted, Pod):
+        return QueueingHint.QUEUE
+    if deleted.namespace != pod.namespace:
+        return QueueingHint.QUEUE_SKIP
+    if not satisfies_disk_conflicts(pod, [deleted]):
+        return QueueingHint.QUEUE
+    if _claim_names(pod) & _claim_names(deleted):
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
+
+
+def _is_schedulable_after_claim_added(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    """Queue when the new claim is one the pod's ``persistentVolumeClaim`` volumes name."""
+    if not isinstance(new, PersistentVolumeClaim):
+        return QueueingHint.QUEUE
+    if new.namespace != pod.namespace:
+        return QueueingHint.QUEUE_SKIP
+    if new.name in _claim_names(pod):
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
+
+
+def _state_not_found() -> Status:
+    return Status.from_error(RuntimeError(f'cannot read "{PRE_FILTER_KEY.name}" from cycleState'))
+
+
+class VolumeRestrictions:
+    name: ClassVar[str] = NAME
+
+    def __init__(self, handle: Handle) -> None:
+        self._handle = handle
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        read_write_once_pod_claims: set[str] = set()
+        for volume in pod.volumes:
+            if volume.source_kind != PERSISTENT_VOLUME_CLAIM:
+                continue
+            claim = self._handle.storage.claim(pod.namespace, volume.claim_name)
+            if claim is None:
+                return None, Status(
+                    Code.UNSCHEDULABLE_AND_UNRESOLVABLE, claim_not_found(volume.claim_name)
+                )
+            if READ_WRITE_ONCE_POD in claim.access_modes:
+                read_write_once_pod_claims.add(claim.name)
+        snapshot = self._handle.snapshot
+        conflicting_uses = sum(
+            1
+            for name in read_write_once_pod_claims
+            if snapshot.is_pvc_used_by_pods(f"{pod.namespace}/{name}")
+        )
+        if conflicting_uses == 0 and not _exclusive_disks(pod):
+            return None, SKIP
+        state.write(
+            PRE_FILTER_KEY, _PreFilterState(frozenset(read_write_once_pod_claims), conflicting_uses)
+        )
+        return None, SUCCESS
+
+    def pre_filter_extensions(self) -> VolumeRestrictions:
+        return self
+
+    def add_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: NodeInfo
+    ) -> Status:
+        pre_filter = state.get(PRE_FILTER_KEY)
+        if pre_filter is None:
+            return _state_not_found()
+        pre_filter.conflicting_claim_uses += pre_filter.uses_by(pod_to_add)
+        return SUCCESS
+
+    def remove_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: Pod, node_info: NodeInfo
+    ) -> Status:
+        pre_filter = state.get(PRE_FILTER_KEY)
+        if pre_filter is None:
+            return _state_not_found()
+        pre_filter.conflicting_claim_uses -= pre_filter.uses_by(pod_to_remove)
+        return SUCCESS
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+        if not satisfies_disk_conflicts(pod, node_info.pods):
+            return Status(Code.UNSCHEDULABLE, REASON_DISK_CONFLICT)
+        pre_filter = state.get(PRE_FILTER_KEY)
+        if pre_filter is None:
+            return _state_not_found()
+        if pre_filter.conflicting_claim_uses > 0:
+            return Status(Code.UNSCHEDULABLE, REASON_READ_WRITE_ONCE_POD_CONFLICT)
+        return SUCCESS
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            # Volumes are immutable, so only a deletion can free a disk or a claim.
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.POD, ActionType.DELETE),
+                _is_schedulable_after_pod_deleted,
+            ),
+            ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD)),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD),
+                _is_schedulable_after_claim_added,
+            ),
+        ]
+
+
+def new(args: Mapping[str, Any] | None, handle: Handle) -> VolumeRestrictions:
+    reject_unknown(ensure_mapping(args), set())
+    return VolumeRestrictions(handle)
