@@ -15,6 +15,7 @@ import yaml
 
 from kopf_scheduler.config.loader import parse_config
 from kopf_scheduler.config.types import SchedulerConfig
+from kopf_scheduler.handlers.watching import WATCHED
 from tests.deploy.manifest_files import (
     BASE,
     CLUSTER_SCOPED_KINDS,
@@ -75,6 +76,31 @@ EXPECTED_CLUSTER_RULES = {
     ("apps", "replicasets", "watch", ()),
     ("apps", "statefulsets", "list", ()),
     ("apps", "statefulsets", "watch", ()),
+    ("", "persistentvolumes", "get", ()),
+    ("", "persistentvolumes", "list", ()),
+    ("", "persistentvolumes", "watch", ()),
+    ("", "persistentvolumes", "update", ()),
+    ("", "persistentvolumes", "patch", ()),
+    ("", "persistentvolumeclaims", "get", ()),
+    ("", "persistentvolumeclaims", "list", ()),
+    ("", "persistentvolumeclaims", "watch", ()),
+    ("", "persistentvolumeclaims", "update", ()),
+    ("", "persistentvolumeclaims", "patch", ()),
+    ("storage.k8s.io", "storageclasses", "get", ()),
+    ("storage.k8s.io", "storageclasses", "list", ()),
+    ("storage.k8s.io", "storageclasses", "watch", ()),
+    ("storage.k8s.io", "csinodes", "get", ()),
+    ("storage.k8s.io", "csinodes", "list", ()),
+    ("storage.k8s.io", "csinodes", "watch", ()),
+    ("storage.k8s.io", "csidrivers", "get", ()),
+    ("storage.k8s.io", "csidrivers", "list", ()),
+    ("storage.k8s.io", "csidrivers", "watch", ()),
+    ("storage.k8s.io", "csistoragecapacities", "get", ()),
+    ("storage.k8s.io", "csistoragecapacities", "list", ()),
+    ("storage.k8s.io", "csistoragecapacities", "watch", ()),
+    ("storage.k8s.io", "volumeattachments", "get", ()),
+    ("storage.k8s.io", "volumeattachments", "list", ()),
+    ("storage.k8s.io", "volumeattachments", "watch", ()),
     ("", "events", "create", ()),
     ("", "events", "patch", ()),
     ("events.k8s.io", "events", "create", ()),
@@ -195,6 +221,14 @@ def test_cluster_role_grants_exactly_what_the_scheduler_uses() -> None:
     rules = list(iter_rules(role))
     assert len(rules) == len(set(rules)), "a permission is granted twice"
     assert set(rules) == EXPECTED_CLUSTER_RULES
+
+
+def test_every_watched_collection_may_be_listed_and_watched() -> None:
+    rules = set(iter_rules(one(base_objects(), "ClusterRole")))
+    reflected = (("", "v1", "pods"), ("", "v1", "nodes"))
+    for group, _, plural in (*WATCHED, *reflected):
+        assert (group, plural, "list", ()) in rules, plural
+        assert (group, plural, "watch", ()) in rules, plural
 
 
 def test_no_wildcards_and_no_non_resource_urls_in_any_role() -> None:

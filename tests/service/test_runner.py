@@ -1,4 +1,5 @@
-"""How the operator wires its API budget: bindings, events and the Lease each get a limiter."""
+"""How the operator wires its API budget: bindings, events and the Lease each get a limiter;
+volume binding writes through the binding budget into what the watches fill."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from kopf_scheduler.config.loader import default_config
 from kopf_scheduler.k8s.client import Api
 from kopf_scheduler.k8s.ratelimit import TokenBucket, limiter_for
+from kopf_scheduler.k8s.storage import ApiStorageWriter
 from kopf_scheduler.service.runner import Operator, RunOptions
 
 
@@ -25,5 +27,18 @@ async def test_events_have_a_budget_of_their_own_with_the_same_settings() -> Non
         assert isinstance(events_limiter, TokenBucket)
         assert (events_limiter.qps, events_limiter.burst) == (connection.qps, connection.burst)
         assert operator.events._api.client is api.client  # one connection pool
+    finally:
+        await api.close()
+
+
+async def test_volume_binding_writes_share_the_binding_budget_and_the_watched_storage() -> None:
+    api = Api(ApiClient(Configuration(host="http://127.0.0.1:9")))
+    try:
+        operator = Operator(default_config(), RunOptions(), api)
+
+        handle = operator.scheduler.profiles["kopf-scheduler"].handle
+        assert isinstance(handle.storage_writer, ApiStorageWriter)
+        assert handle.storage_writer._api is api
+        assert handle.storage is operator.store.storage  # what the watches fill
     finally:
         await api.close()

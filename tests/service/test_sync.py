@@ -1,9 +1,24 @@
+"""Initial listing and periodic resync: what the synchronizer feeds in, and in which order."""
+
+import logging
+
+import pytest
+
 from kopf_scheduler.config.loader import default_config
 from kopf_scheduler.informer.handlers import EventHandlers
 from kopf_scheduler.informer.store import Store
-from kopf_scheduler.service.sync import Synchronizer
+from kopf_scheduler.service.sync import COLLECTIONS, Synchronizer
 from kopf_scheduler.sim.runner import Simulation
 from tests.builders import make_node, make_pod
+from tests.storage_builders import (
+    make_attachment,
+    make_capacity,
+    make_claim,
+    make_class,
+    make_csi_driver,
+    make_csi_node,
+    make_volume,
+)
 
 
 class FakeLister:
@@ -58,3 +73,92 @@ async def test_a_node_delivered_again_with_the_same_version_changes_nothing() ->
     handlers.on_node("MODIFIED", changed)
     assert scheduler.cache.get_node_info("n1").node is not first
     assert scheduler.cache.get_node_info("n1").node.resource_version == "8"
+
+
+class ClaimsSeenByPodListing(FakeLister):
+    """Remembers which claims the store held each time pods were listed."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__()
+        self.store = store
+        self.claims_seen: list[list[str]] = []
+
+    async def list_items(self, path: str) -> list[dict]:
+        if path == "/api/v1/pods":
+            self.claims_seen.append([c.key for c in self.store.storage.claims.values()])
+        return await super().list_items(path)
+
+
+async def test_storage_is_listed_before_pods_so_a_pods_claims_are_known() -> None:
+    sim = Simulation(default_config())
+    scheduler = sim.start()
+    store = Store()
+    handlers = EventHandlers(scheduler, store)
+    lister = ClaimsSeenByPodListing(store)
+    storage_paths = {
+        "/apis/storage.k8s.io/v1/storageclasses": make_class("fast").obj(),
+        "/apis/storage.k8s.io/v1/csidrivers": dict(make_csi_driver("ebs.csi.aws.com").raw),
+        "/apis/storage.k8s.io/v1/csinodes": dict(make_csi_node("n1").raw),
+        "/apis/storage.k8s.io/v1/csistoragecapacities": dict(
+            make_capacity("cap-1", "fast", "10Gi").raw
+        ),
+        "/api/v1/persistentvolumes": make_volume("pv-1").obj(),
+        "/api/v1/persistentvolumeclaims": make_claim("data").obj(),
+        "/apis/storage.k8s.io/v1/volumeattachments": dict(
+            make_attachment("va-1", "ebs.csi.aws.com", "n1", "pv-1").raw
+        ),
+    }
+    lister.items = {path: [raw] for path, raw in storage_paths.items()}
+    lister.items["/api/v1/pods"] = [make_pod("web").claim("data").scheduler("kopf-scheduler").obj()]
+    await Synchronizer(lister, handlers).list_all()
+
+    assert set(storage_paths) <= {path for _, path in COLLECTIONS}
+    assert lister.claims_seen == [["default/data"]]
+    storage = store.storage
+    assert list(storage.classes) == ["fast"]
+    assert list(storage.csi_drivers) == ["ebs.csi.aws.com"]
+    assert list(storage.csi_nodes) == ["n1"]
+    assert list(storage.capacities) == ["kube-system/cap-1"]
+    assert [pv.key for pv in storage.volumes.values()] == ["pv-1"]
+    assert list(storage.attachments) == ["va-1"]
+
+
+async def test_a_resync_deletes_storage_objects_the_api_no_longer_has() -> None:
+    sim = Simulation(default_config())
+    handlers = EventHandlers(sim.start(), Store())
+    lister = FakeLister()
+    lister.items = {
+        "/api/v1/persistentvolumeclaims": [make_claim("data").obj(), make_claim("logs").obj()]
+    }
+    sync = Synchronizer(lister, handlers)
+    await sync.list_all()
+
+    lister.items["/api/v1/persistentvolumeclaims"] = [make_claim("logs").obj()]
+    await sync.list_all()
+
+    assert [c.key for c in handlers.store.storage.claims.values()] == ["default/logs"]
+
+
+async def test_a_resync_reports_only_storage_deletions_the_watch_missed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    sim = Simulation(default_config())
+    handlers = EventHandlers(sim.start(), Store())
+    lister = FakeLister()
+    data, logs = make_claim("data").obj(), make_claim("logs").obj()
+    lister.items = {"/api/v1/persistentvolumeclaims": [data, logs]}
+    sync = Synchronizer(lister, handlers)
+    await sync.list_all()
+    handlers.on_storage("PersistentVolumeClaim", "DELETED", logs)  # seen by the watch
+
+    lister.items["/api/v1/persistentvolumeclaims"] = []
+    with caplog.at_level(logging.INFO, logger="kopf_scheduler.sync"):
+        await sync.list_all()
+
+    reported = [
+        record.msg["name"]
+        for record in caplog.records
+        if isinstance(record.msg, dict) and record.msg.get("event") == "resync_deleted"
+    ]
+    assert reported == ["default/data"]
+    assert len(handlers.store.storage.claims) == 0

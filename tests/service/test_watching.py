@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import kopf
+import pytest
 
 from kopf_scheduler.handlers.watching import WATCHED, NoDiffBase, apply_settings, register
 
@@ -18,6 +19,9 @@ class Recorder:
 
     def on_namespace(self, event_type: str, raw: dict[str, Any]) -> None:
         self.calls.append(("namespace", event_type, raw["metadata"]["name"]))
+
+    def on_storage(self, kind: str, event_type: str, raw: dict[str, Any]) -> None:
+        self.calls.append((kind, event_type, raw["metadata"]["name"]))
 
 
 def test_settings_keep_no_diff_base_and_post_nothing() -> None:
@@ -56,3 +60,32 @@ async def test_every_watched_kind_has_one_event_handler_that_forwards() -> None:
     ]
     assert "forward-pods" not in by_id  # pods and nodes come through k8s.reflector
     assert "forward-nodes" not in by_id
+
+
+@pytest.mark.parametrize(
+    ("group", "plural", "kind"),
+    [
+        pytest.param("", "persistentvolumeclaims", "PersistentVolumeClaim", id="claims"),
+        pytest.param("", "persistentvolumes", "PersistentVolume", id="volumes"),
+        pytest.param("storage.k8s.io", "storageclasses", "StorageClass", id="classes"),
+        pytest.param("storage.k8s.io", "csinodes", "CSINode", id="csinodes"),
+        pytest.param("storage.k8s.io", "csidrivers", "CSIDriver", id="csidrivers"),
+        pytest.param(
+            "storage.k8s.io", "csistoragecapacities", "CSIStorageCapacity", id="capacities"
+        ),
+        pytest.param("storage.k8s.io", "volumeattachments", "VolumeAttachment", id="attachments"),
+    ],
+)
+async def test_storage_kinds_are_watched_in_v1_and_forwarded_with_their_kind(
+    group: str, plural: str, kind: str
+) -> None:
+    registry = kopf.OperatorRegistry()
+    recorder = Recorder()
+    register(registry, lambda: recorder)  # type: ignore[arg-type,return-value]
+    handler = {h.id: h for h in registry._watching.get_all_handlers()}[f"forward-{plural}"]
+
+    await handler.fn(event={"type": None, "object": {"metadata": {"name": "a"}}})
+    await handler.fn(event={"type": "DELETED", "object": {"metadata": {"name": "a"}}})
+
+    assert (handler.selector.group, handler.selector.version) == (group, "v1")
+    assert recorder.calls == [(kind, "ADDED", "a"), (kind, "DELETED", "a")]

@@ -28,6 +28,13 @@ WATCHED = (
     ("", "v1", "replicationcontrollers"),
     ("apps", "v1", "replicasets"),
     ("apps", "v1", "statefulsets"),
+    ("", "v1", "persistentvolumeclaims"),
+    ("", "v1", "persistentvolumes"),
+    ("storage.k8s.io", "v1", "storageclasses"),
+    ("storage.k8s.io", "v1", "csinodes"),
+    ("storage.k8s.io", "v1", "csidrivers"),
+    ("storage.k8s.io", "v1", "csistoragecapacities"),
+    ("storage.k8s.io", "v1", "volumeattachments"),
 )
 
 
@@ -52,6 +59,13 @@ def register(registry: kopf.OperatorRegistry, handlers: Callable[[], EventHandle
             ),
             "replicasets": lambda h, t, o: h.on_controller("ReplicaSet", t, o),
             "statefulsets": lambda h, t, o: h.on_controller("StatefulSet", t, o),
+            "persistentvolumeclaims": lambda h, t, o: h.on_storage("PersistentVolumeClaim", t, o),
+            "persistentvolumes": lambda h, t, o: h.on_storage("PersistentVolume", t, o),
+            "storageclasses": lambda h, t, o: h.on_storage("StorageClass", t, o),
+            "csinodes": lambda h, t, o: h.on_storage("CSINode", t, o),
+            "csidrivers": lambda h, t, o: h.on_storage("CSIDriver", t, o),
+            "csistoragecapacities": lambda h, t, o: h.on_storage("CSIStorageCapacity", t, o),
+            "volumeattachments": lambda h, t, o: h.on_storage("VolumeAttachment", t, o),
         }[kind]
 
     for group, version, plural in WATCHED:

@@ -7,16 +7,21 @@
 - Terminal pods (Succeeded/Failed) are treated as gone, as upstream's informer excludes them.
 - A pod too malformed to parse is reported on the pod (event and condition) and kept aside
   until it is fixed or deleted; nothing else stops.
+- Storage objects (claims, volumes, classes, CSI objects, attachments) fill the storage cache the
+  volume plugins read; each change is the kind's add, update or delete event. A malformed one is
+  logged and left out of the cache, as if it did not exist.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import structlog
 
+from kopf_scheduler.cache.storage import AssumeCache, StorageCache
 from kopf_scheduler.framework.events import (
     ASSIGNED_POD_DELETE,
     NODE_ADD,
@@ -24,6 +29,7 @@ from kopf_scheduler.framework.events import (
     ActionType,
     ClusterEvent,
     EventResource,
+    object_event,
 )
 from kopf_scheduler.informer.store import Store
 from kopf_scheduler.informer.workloads import WorkloadIndex
@@ -32,6 +38,16 @@ from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pdb import PodDisruptionBudget
 from kopf_scheduler.model.pod import Pod, pod_key
 from kopf_scheduler.model.priority_class import PriorityClass
+from kopf_scheduler.model.storage import (
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    VolumeAttachment,
+    resource_version_newer,
+)
 from kopf_scheduler.scheduler.failure import invalid_pod_message
 from kopf_scheduler.scheduler.loop import Scheduler
 
@@ -80,6 +96,123 @@ def _condition_statuses(conditions: Any) -> dict[str, str]:
     if not isinstance(conditions, list):
         return {}
     return {c.get("type", ""): c.get("status", "") for c in conditions if isinstance(c, Mapping)}
+
+
+class StorageObject(Protocol):
+    """What the handlers read of any storage view."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def resource_version(self) -> str: ...
+
+
+class _Shelf(Protocol):
+    """Where one kind lives in the storage cache, as the watch sees it."""
+
+    def known(self, key: str) -> StorageObject | None:
+        """The object as the API server last delivered it."""
+
+    def put(self, obj: Any) -> None: ...
+
+    def drop(self, key: str) -> None: ...
+
+
+class _AssumedShelf:
+    """Claims and volumes: a watch event never overrides an assumption at least as new."""
+
+    def __init__(self, cache: AssumeCache[Any]) -> None:
+        self._cache = cache
+
+    def known(self, key: str) -> StorageObject | None:
+        found: StorageObject | None = self._cache.get_api_object(key)
+        return found
+
+    def put(self, obj: Any) -> None:
+        self._cache.upsert(obj)
+
+    def drop(self, key: str) -> None:
+        self._cache.delete(key)
+
+
+class _DictShelf:
+    def __init__(self, objects: dict[str, Any]) -> None:
+        self._objects = objects
+
+    def known(self, key: str) -> StorageObject | None:
+        found: StorageObject | None = self._objects.get(key)
+        return found
+
+    def put(self, obj: Any) -> None:
+        self._objects[obj.key] = obj
+
+    def drop(self, key: str) -> None:
+        self._objects.pop(key, None)
+
+
+@dataclass(frozen=True)
+class _StorageKind:
+    parse: Callable[[Mapping[str, Any]], StorageObject]
+    resource: EventResource
+    shelf: Callable[[StorageCache], _Shelf]
+    namespaced: bool = False
+
+
+STORAGE_KINDS: Mapping[str, _StorageKind] = {
+    "PersistentVolumeClaim": _StorageKind(
+        PersistentVolumeClaim,
+        EventResource.PERSISTENT_VOLUME_CLAIM,
+        lambda storage: _AssumedShelf(storage.claims),
+        namespaced=True,
+    ),
+    "PersistentVolume": _StorageKind(
+        PersistentVolume,
+        EventResource.PERSISTENT_VOLUME,
+        lambda storage: _AssumedShelf(storage.volumes),
+    ),
+    "StorageClass": _StorageKind(
+        StorageClass, EventResource.STORAGE_CLASS, lambda storage: _DictShelf(storage.classes)
+    ),
+    "CSINode": _StorageKind(
+        CSINode, EventResource.CSI_NODE, lambda storage: _DictShelf(storage.csi_nodes)
+    ),
+    "CSIDriver": _StorageKind(
+        CSIDriver, EventResource.CSI_DRIVER, lambda storage: _DictShelf(storage.csi_drivers)
+    ),
+    "CSIStorageCapacity": _StorageKind(
+        CSIStorageCapacity,
+        EventResource.CSI_STORAGE_CAPACITY,
+        lambda storage: _DictShelf(storage.capacities),
+        namespaced=True,
+    ),
+    "VolumeAttachment": _StorageKind(
+        VolumeAttachment,
+        EventResource.VOLUME_ATTACHMENT,
+        lambda storage: _DictShelf(storage.attachments),
+    ),
+}
+"""Every storage kind the scheduler watches: its view, its cluster events, its cache.
+
+Upstream registers a kind's add, update or delete handler only when an enabled plugin asked for
+that event; here every change is raised and the queue drops events no plugin is interested in,
+which comes to the same moves.
+"""
+
+
+def _storage_key(raw: Mapping[str, Any], namespaced: bool) -> str:
+    """The cache key of a storage object, read without trusting its shape."""
+    metadata = raw.get("metadata")
+    if not isinstance(metadata, Mapping):
+        return ""
+    name = str(metadata.get("name") or "")
+    return f"{metadata.get('namespace') or 'default'}/{name}" if namespaced else name
+
+
+def _resource_version(raw: Mapping[str, Any]) -> str:
+    metadata = raw.get("metadata")
+    version = metadata.get("resourceVersion") if isinstance(metadata, Mapping) else None
+    return version if isinstance(version, str) else ""
 
 
 def _already_reported(raw: Mapping[str, Any], message: str) -> bool:
@@ -187,6 +320,62 @@ class EventHandlers:
             self.store.priority_classes[name] = PriorityClass(raw)
         except InvalidObjectError as error:
             logger.error("malformed_priority_class_ignored", priority_class=name, reason=str(error))
+
+    # Storage objects -----------------------------------------------------------------------------
+
+    def on_storage(self, kind: str, event_type: str, raw: Mapping[str, Any]) -> None:
+        """Apply a watch event of a storage ``kind`` (a key of :data:`STORAGE_KINDS`).
+
+        A version not newer than the one already known (a relist, a stale listing) changes
+        nothing; a delete of an object never known (or dropped as malformed) raises nothing.
+        """
+        storage_kind = STORAGE_KINDS.get(kind)
+        if storage_kind is None:
+            raise ValueError(f"not a storage kind: {kind!r}")
+        shelf = storage_kind.shelf(self.store.storage)
+        key = _storage_key(raw, storage_kind.namespaced)
+        old = shelf.known(key)
+        queue = self.scheduler.queue
+        if event_type == DELETED:
+            if old is None:
+                return
+            shelf.drop(key)
+            gone = self._parse_storage(kind, key, storage_kind, raw) or old
+            event = object_event(storage_kind.resource, ActionType.DELETE)
+            queue.move_all_to_active_or_backoff_queue(event, gone, None)
+            return
+        version = _resource_version(raw)
+        if (
+            old is not None
+            and version
+            and not resource_version_newer(version, old.resource_version)
+        ):
+            return
+        new = self._parse_storage(kind, key, storage_kind, raw)
+        if new is None:
+            shelf.drop(key)
+            return
+        shelf.put(new)
+        action = ActionType.ADD if old is None else ActionType.UPDATE_GENERIC
+        queue.move_all_to_active_or_backoff_queue(
+            object_event(storage_kind.resource, action), old, new
+        )
+
+    @staticmethod
+    def _parse_storage(
+        kind: str, key: str, storage_kind: _StorageKind, raw: Mapping[str, Any]
+    ) -> StorageObject | None:
+        try:
+            return storage_kind.parse(raw)
+        except InvalidObjectError as error:
+            logger.error(
+                "malformed_storage_object_ignored",
+                kind=kind,
+                key=key,
+                field=error.field,
+                reason=error.reason,
+            )
+            return None
 
     # Pods ----------------------------------------------------------------------------------------
 

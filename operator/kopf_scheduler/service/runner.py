@@ -1,11 +1,11 @@
 """``kopf-scheduler run``: the scheduler as a process in a cluster.
 
 Order of events: read and validate the configuration (a bad file stops here, naming the field);
-connect; LIST everything into the cache (nodes, then pods, last); serve /healthz, /readyz and
-/metrics; start kopf's watches and the node and pod reflectors; campaign for the Lease (only the
-leader pops and binds; followers keep their caches warm); schedule until SIGTERM or SIGINT; then
-stop popping, let in-flight bindings finish (or be forgotten) for a bounded time, release the
-Lease, and exit.
+connect; LIST everything into the cache (storage objects and nodes, then pods, last); serve
+/healthz, /readyz and /metrics; start kopf's watches and the node and pod reflectors; campaign
+for the Lease (only the leader pops and binds; followers keep their caches warm); schedule until
+SIGTERM or SIGINT; then stop popping, let in-flight bindings finish (or be forgotten) for a
+bounded time, release the Lease, and exit.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from kopf_scheduler.k8s.metrics import PrometheusMetrics
 from kopf_scheduler.k8s.ratelimit import limiter_for
 from kopf_scheduler.k8s.reflector import Reflector
 from kopf_scheduler.k8s.status import ApiPodStatusWriter
+from kopf_scheduler.k8s.storage import ApiStorageWriter
 from kopf_scheduler.logs import configure_logging
 from kopf_scheduler.ports import ApiError
 from kopf_scheduler.scheduler.loop import Scheduler
@@ -133,7 +134,13 @@ class Operator:
         status_writer = ApiPodStatusWriter(api)
         self._status_writer = status_writer
         ports = Ports(
-            self.clock, ApiBinder(api), status_writer, ApiPodDeleter(api), self.events, self.metrics
+            self.clock,
+            ApiBinder(api),
+            status_writer,
+            ApiPodDeleter(api),
+            self.events,
+            self.metrics,
+            storage_writer=ApiStorageWriter(api),
         )
         self._scheduler: Scheduler | None = None
         explanations = ExplanationRecorder(

@@ -1,7 +1,8 @@
 """Initial listing and periodic resynchronisation of the watched collections.
 
 Scheduling starts only once the cache holds every node and pod (a scheduler with a partial view
-double-books capacity). Watches can also lose deletions across a restart with a fresh listing
+double-books capacity). Storage objects are listed before pods, so a pod's claims are known when
+its first attempt runs. Watches can also lose deletions across a restart with a fresh listing
 (410 Gone), so the store is periodically reconciled against a full LIST: objects the API no
 longer has are fed in as deletions, so nothing stays counted twice or forever.
 """
@@ -13,7 +14,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from kopf_scheduler.informer.handlers import ADDED, DELETED, EventHandlers
+from kopf_scheduler.informer.handlers import ADDED, DELETED, STORAGE_KINDS, EventHandlers
 
 logger = structlog.get_logger("kopf_scheduler.sync")
 
@@ -26,6 +27,13 @@ COLLECTIONS: tuple[tuple[str, str], ...] = (
     ("ReplicationController", "/api/v1/replicationcontrollers"),
     ("ReplicaSet", "/apis/apps/v1/replicasets"),
     ("StatefulSet", "/apis/apps/v1/statefulsets"),
+    ("StorageClass", "/apis/storage.k8s.io/v1/storageclasses"),
+    ("CSIDriver", "/apis/storage.k8s.io/v1/csidrivers"),
+    ("CSINode", "/apis/storage.k8s.io/v1/csinodes"),
+    ("CSIStorageCapacity", "/apis/storage.k8s.io/v1/csistoragecapacities"),
+    ("PersistentVolume", "/api/v1/persistentvolumes"),
+    ("PersistentVolumeClaim", "/api/v1/persistentvolumeclaims"),
+    ("VolumeAttachment", "/apis/storage.k8s.io/v1/volumeattachments"),
     ("Pod", "/api/v1/pods"),
 )
 
@@ -44,6 +52,8 @@ def _key(raw: Mapping[str, Any]) -> str:
 def _route(handlers: EventHandlers, kind: str) -> Callable[[str, Mapping[str, Any]], None]:
     if kind in ("ReplicationController", "ReplicaSet", "StatefulSet"):
         return lambda event_type, raw: handlers.on_controller(kind, event_type, raw)
+    if kind in STORAGE_KINDS:
+        return lambda event_type, raw: handlers.on_storage(kind, event_type, raw)
     return {
         "PriorityClass": handlers.on_priority_class,
         "Namespace": handlers.on_namespace,
@@ -95,4 +105,6 @@ class Synchronizer:
             return key in store.pdbs
         if kind == "PriorityClass":
             return key in store.priority_classes
+        if kind in STORAGE_KINDS:
+            return STORAGE_KINDS[kind].shelf(store.storage).known(key) is not None
         return True
