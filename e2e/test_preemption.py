@@ -174,7 +174,9 @@ def test_preemption_policy_never_does_not_preempt(env: TestEnv, schedulers: Sche
     env.create(env.pod("polite", cpu="2", priority_class="e2e-p100-never"))
 
     message = env.wait_unschedulable(
-        "polite", contains="preemption: not eligible due to preemptionPolicy=Never."
+        "polite",
+        contains="no new claims to deallocate, preemption: not eligible due to "
+        "preemptionPolicy=Never.",
     )
     assert "Insufficient cpu" in message
 

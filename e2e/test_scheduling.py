@@ -138,7 +138,10 @@ def test_higher_priority_pod_is_scheduled_first(env: TestEnv, schedulers: Schedu
 
     assert env.wait_bound("high") == node
     message = env.wait_unschedulable("low", contains="Insufficient cpu")
-    assert "preemption: not eligible due to preemptionPolicy=Never." in message
+    assert (
+        "no new claims to deallocate, preemption: not eligible due to preemptionPolicy=Never."
+        in message
+    )
     low = env.get_pod("low")
     assert low is not None and node_name(low) is None
     assert env.watch.ever_bound_to("low") == set()

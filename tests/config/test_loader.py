@@ -45,6 +45,7 @@ def test_default_profile_plugins_and_weights() -> None:
         "NodeResourcesFit",
         "PodTopologySpread",
         "InterPodAffinity",
+        "DynamicResources",
     ]
     assert [(p.name, w) for p, w in plugins.score] == [
         ("TaintToleration", 3),
@@ -55,8 +56,12 @@ def test_default_profile_plugins_and_weights() -> None:
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),
     ]
-    assert [p.name for p in plugins.post_filter] == ["DefaultPreemption"]
-    assert [p.name for p in plugins.pre_enqueue] == ["SchedulingGates", "DefaultPreemption"]
+    assert [p.name for p in plugins.post_filter] == ["DynamicResources", "DefaultPreemption"]
+    assert [p.name for p in plugins.pre_enqueue] == [
+        "SchedulingGates",
+        "DynamicResources",
+        "DefaultPreemption",
+    ]
     assert [p.name for p in plugins.bind] == ["DefaultBinder"]
     assert plugins.queue_sort is not None and plugins.queue_sort.name == "PrioritySort"
 
@@ -160,10 +165,10 @@ def test_plugin_args_reach_the_plugin() -> None:
             id="unknown-plugin",
         ),
         pytest.param(
-            cfg(profiles=[{"plugins": {"filter": {"enabled": [{"name": "VolumeBinding"}]}}}]),
+            cfg(profiles=[{"plugins": {"filter": {"enabled": [{"name": "EBSLimits"}]}}}]),
             "profiles[0].plugins",
             "not supported",
-            id="volume-plugin",
+            id="in-tree-volume-limits-plugin",
         ),
         pytest.param(
             cfg(profiles=[{"plugins": {"filter": {"enabled": [{"name": "ImageLocality"}]}}}]),

@@ -54,6 +54,7 @@ async def test_unschedulable_pod_gets_condition_and_event_then_binds_when_a_node
     await sim.run_until_quiet()
     message = (
         "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s). "
+        "no new claims to deallocate, "
         "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
         "1 Preemption is not helpful for scheduling."
     )

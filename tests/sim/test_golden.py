@@ -41,7 +41,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 
 NEVER_MESSAGE = (
     "0/3 nodes are available: 3 Insufficient cpu. "
-    "preemption: not eligible due to preemptionPolicy=Never."
+    "no new claims to deallocate, preemption: not eligible due to preemptionPolicy=Never."
 )
 
 

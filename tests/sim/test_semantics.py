@@ -179,7 +179,10 @@ def _full_node_with(*preemptor_docs: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-NEVER = "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."
+NEVER = (
+    "0/1 nodes are available: 1 Insufficient cpu. "
+    "no new claims to deallocate, preemption: not eligible due to preemptionPolicy=Never."
+)
 
 
 @pytest.mark.parametrize(

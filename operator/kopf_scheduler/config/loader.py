@@ -7,7 +7,6 @@ ConfigMap without guessing.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -27,11 +26,10 @@ from kopf_scheduler.config.types import (
     Profile,
     SchedulerConfig,
 )
+from kopf_scheduler.model.duration import go_duration_seconds
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _TOP_LEVEL = {
     "apiVersion",
     "kind",
@@ -105,19 +103,13 @@ def _str(raw: Mapping[str, Any], key: str, field: str, default: str) -> str:
 
 
 def parse_duration(value: Any, field: str) -> float:
-    """A Go duration string (``15s``, ``1m30s``, ``250ms``) in seconds."""
+    """A Go duration string (``15s``, ``1m30s``, ``250ms``) in seconds, not negative."""
     if not isinstance(value, str) or not value:
         raise ConfigError(field, f"must be a duration such as '15s', got {value!r}")
-    position = 0
-    total = 0.0
-    for match in _DURATION_PART.finditer(value):
-        if match.start() != position:
-            break
-        total += float(match[1]) * _DURATION_UNITS[match[2]]
-        position = match.end()
-    if position != len(value):
+    seconds = go_duration_seconds(value)
+    if seconds is None or seconds < 0 or value.strip("+-") == "0":
         raise ConfigError(field, f"not a valid duration: {value!r}")
-    return total
+    return seconds
 
 
 def _plugin_set(raw: Any, field: str) -> PluginSet:

@@ -59,7 +59,7 @@ def _instantiate(
             continue
         if name not in known:
             hint = (
-                " (dynamic-resource and in-tree volume limit plugins are not supported)"
+                " (in-tree volume limit plugins are not supported)"
                 if name in registry.UNSUPPORTED_UPSTREAM_PLUGINS
                 else ""
             )

@@ -30,6 +30,7 @@ _MODULES: dict[str, str] = {
     "VolumeZone": "volume_zone",
     "PodTopologySpread": "pod_topology_spread",
     "InterPodAffinity": "inter_pod_affinity",
+    "DynamicResources": "dynamic_resources",
     "DefaultPreemption": "default_preemption",
     "NodeResourcesBalancedAllocation": "node_resources_balanced_allocation",
     "ImageLocality": "image_locality",
@@ -47,24 +48,25 @@ DEFAULT_MULTI_POINT: tuple[tuple[str, int], ...] = (
     ("NodeResourcesFit", 1),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
+    ("DynamicResources", 0),
     ("DefaultPreemption", 0),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
     ("DefaultBinder", 0),
 )
-"""The default profile's multiPoint plugins with their score weights (0 = not a score plugin)."""
+"""The default profile's multiPoint plugins with their score weights (0 = not a score plugin).
+DynamicResources stands right before DefaultPreemption, where v1.34 inserts it (dynamic resource
+allocation is on by default there)."""
 
 UNSUPPORTED_UPSTREAM_PLUGINS = frozenset(
     {
-        "DynamicResources",
         "EBSLimits",
         "GCEPDLimits",
         "AzureDiskLimits",
         "CinderLimits",
     }
 )
-"""Upstream plugins that kopf-scheduler does not implement (dynamic resources, in-tree volume
-limits)."""
+"""Upstream plugins that kopf-scheduler does not implement (the in-tree volume limits)."""
 
 
 def plugin_names() -> list[str]:

@@ -4,8 +4,9 @@ The fast path knows the arithmetic of a fixed set of in-tree plugins. A profile 
 vectorised filtering when every Filter plugin is one of them (and configured the way the fast
 path understands), and for vectorised scoring when every Score plugin is; the two are decided
 separately. PodTopologySpread and InterPodAffinity, whose Filter and Score depend on other pods,
-are modelled from the state their PreFilter and PreScore write. NodePorts is accepted only as
-"must have skipped": a given attempt qualifies only when its PreFilter returned Skip for it.
+are modelled from the state their PreFilter and PreScore write. NodePorts and DynamicResources
+are accepted only as "must have skipped": a given attempt qualifies only when their PreFilter
+returned Skip for it (DynamicResources does for every pod it lets through).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from kopf_scheduler.framework.runtime import Framework
 from kopf_scheduler.model.resources import CPU, MEMORY
+from kopf_scheduler.plugins.dynamic_resources import DynamicResources
 from kopf_scheduler.plugins.image_locality import ImageLocality
 from kopf_scheduler.plugins.inter_pod_affinity.plugin import InterPodAffinity
 from kopf_scheduler.plugins.node_affinity import NodeAffinity
@@ -83,7 +85,7 @@ def _filter_kind(plugin: Any) -> Kind | None:
         return Kind.SPREAD
     if kind is InterPodAffinity:
         return Kind.INTER_POD_AFFINITY
-    if kind is NodePorts:
+    if kind is NodePorts or kind is DynamicResources:
         return Kind.SKIPPED_ONLY
     return None
 
