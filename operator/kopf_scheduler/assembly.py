@@ -79,6 +79,7 @@ def build_scheduler(
         handle = Handle(
             snapshot=snapshot,
             now=clock.now,
+            sleep=clock.sleep,
             rng=rng,
             metrics=metrics,
             scheduler_name=profile.scheduler_name,

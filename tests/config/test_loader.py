@@ -43,6 +43,22 @@ def test_default_profile_plugins_and_weights() -> None:
         "NodeAffinity",
         "NodePorts",
         "NodeResourcesFit",
+        "VolumeRestrictions",
+        "NodeVolumeLimits",
+        "VolumeBinding",
+        "VolumeZone",
+        "PodTopologySpread",
+        "InterPodAffinity",
+        "DynamicResources",
+    ]
+    assert [p.name for p in plugins.pre_filter] == [
+        "NodeAffinity",
+        "NodePorts",
+        "NodeResourcesFit",
+        "VolumeRestrictions",
+        "NodeVolumeLimits",
+        "VolumeBinding",
+        "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
         "DynamicResources",
@@ -51,6 +67,7 @@ def test_default_profile_plugins_and_weights() -> None:
         ("TaintToleration", 3),
         ("NodeAffinity", 2),
         ("NodeResourcesFit", 1),
+        ("VolumeBinding", 1),
         ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
         ("NodeResourcesBalancedAllocation", 1),
@@ -62,6 +79,8 @@ def test_default_profile_plugins_and_weights() -> None:
         "DynamicResources",
         "DefaultPreemption",
     ]
+    assert [p.name for p in plugins.reserve] == ["VolumeBinding", "DynamicResources"]
+    assert [p.name for p in plugins.pre_bind] == ["VolumeBinding", "DynamicResources"]
     assert [p.name for p in plugins.bind] == ["DefaultBinder"]
     assert plugins.queue_sort is not None and plugins.queue_sort.name == "PrioritySort"
 
@@ -91,6 +110,7 @@ def test_disable_and_reweight_via_multipoint_and_score() -> None:
         ("TaintToleration", 9),
         ("NodeAffinity", 7),
         ("NodeResourcesFit", 1),
+        ("VolumeBinding", 1),
         ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
     ]

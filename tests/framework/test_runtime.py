@@ -38,7 +38,7 @@ def test_filter_error_becomes_error_with_plugin_name() -> None:
     fwk = framework(filters=[broken])
     status = fwk.run_filter_plugins(CycleState(), make_pod("p").pod(), node_info(make_node("n1")))
     assert status.code == Code.ERROR
-    assert status.message() == "running 'Broken' filter plugin: boom"
+    assert status.message() == 'running "Broken" filter plugin: boom'
 
 
 def test_skipped_filter_is_not_run() -> None:

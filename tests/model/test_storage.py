@@ -65,7 +65,7 @@ def test_volume_reads_claim_ref_affinity_and_csi() -> None:
     assert volume.csi is not None and volume.csi.volume_handle == "vol-1"
 
 
-def test_allowed_topologies_terms_are_ored_and_empty_means_everywhere() -> None:
+def test_allowed_topologies_terms_are_ored_and_an_empty_term_selects_nothing() -> None:
     anywhere = make_class("any").storage_class()
     zoned = make_class("z").allowed_topology("zone", "a").allowed_topology("zone", "b")
     assert anywhere.allows_topology({})
@@ -74,7 +74,7 @@ def test_allowed_topologies_terms_are_ored_and_empty_means_everywhere() -> None:
     empty_term = StorageClass(
         {"metadata": {"name": "e"}, "provisioner": "p", "allowedTopologies": [{}]}
     )
-    assert empty_term.allows_topology({"zone": "anything"})
+    assert not empty_term.allows_topology({"zone": "anything"})
 
 
 def test_csi_node_counts() -> None:

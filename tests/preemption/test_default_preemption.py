@@ -319,7 +319,7 @@ POST_FILTER_CASES = [
             NodeToStatus({"node1": U()}),
             None,
             Code.ERROR,
-            "preemption: running RemovePod on PreFilter plugin 'test-plugin': "
+            'preemption: running RemovePod on PreFilter plugin "test-plugin": '
             "failed to remove pod: p",
             error_plugin=True,
         ),

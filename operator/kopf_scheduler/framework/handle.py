@@ -7,6 +7,7 @@ The scheduler builds one Handle per profile and fills it before plugins are cons
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol
@@ -57,6 +58,7 @@ class Handle:
         snapshot: Snapshot | None = None,
         nominator: PodNominator | None = None,
         now: Callable[[], float] | None = None,
+        sleep: Callable[[float], Coroutine[Any, Any, None]] | None = None,
         rng: random.Random | None = None,
         metrics: Metrics | None = None,
         scheduler_name: str = "",
@@ -64,6 +66,10 @@ class Handle:
         self.snapshot: Snapshot = snapshot if snapshot is not None else Snapshot()
         self.nominator: PodNominator = nominator if nominator is not None else _NoNominations()
         self.now: Callable[[], float] = now if now is not None else (lambda: 0.0)
+        self.sleep: Callable[[float], Coroutine[Any, Any, None]] = (
+            sleep if sleep is not None else asyncio.sleep
+        )
+        """Wait on the same clock as ``now`` (the scheduler's Clock port; virtual in simulation)."""
         self.rng: random.Random = rng if rng is not None else random.Random(0)
         self.metrics: Metrics = metrics if metrics is not None else NullMetrics()
         self.scheduler_name = scheduler_name

@@ -147,7 +147,7 @@ class Framework:
                 if not status.is_rejected():
                     return Status.from_error(
                         RuntimeError(
-                            f"running PreEnqueue plugin {plugin.name!r}: {status.message()}"
+                            f'running PreEnqueue plugin "{plugin.name}": {status.message()}'
                         ),
                         plugin.name,
                     )
@@ -202,7 +202,7 @@ class Framework:
                     rejector = status
                     continue
                 error = RuntimeError(
-                    f"running PreFilter plugin {plugin.name!r}: {status.message()}"
+                    f'running PreFilter plugin "{plugin.name}": {status.message()}'
                 )
                 return None, Status.from_error(error, plugin.name), set()
             if plugin_result is None or plugin_result.all_nodes():
@@ -254,7 +254,7 @@ class Framework:
             status = method(state, pod_to_schedule, other, node_info)
             if not status.is_success():
                 message = (
-                    f"running {action} on PreFilter plugin {plugin.name!r}: {status.message()}"
+                    f'running {action} on PreFilter plugin "{plugin.name}": {status.message()}'
                 )
                 return Status.from_error(RuntimeError(message), plugin.name)
         return SUCCESS
@@ -269,7 +269,7 @@ class Framework:
                 if not status.is_rejected():
                     return Status(
                         Code.ERROR,
-                        f"running {plugin.name!r} filter plugin: {status.message()}",
+                        f'running "{plugin.name}" filter plugin: {status.message()}',
                         plugin=plugin.name,
                         error=status.error,
                     )
@@ -344,7 +344,7 @@ class Framework:
                 continue
             if not status.is_success():
                 return Status.from_error(
-                    RuntimeError(f"running PreScore plugin {plugin.name!r}: {status.message()}"),
+                    RuntimeError(f'running PreScore plugin "{plugin.name}": {status.message()}'),
                     plugin.name,
                 )
         return SUCCESS
@@ -362,7 +362,7 @@ class Framework:
                 value, status = plugin.score(state, pod, node_info)
                 if not status.is_success():
                     return [], Status.from_error(
-                        RuntimeError(f"running Score plugin {plugin.name!r}: {status.message()}"),
+                        RuntimeError(f'running Score plugin "{plugin.name}": {status.message()}'),
                         plugin.name,
                     )
                 scores.append(NodeScore(node_info.name, value))
@@ -400,7 +400,7 @@ class Framework:
                     return status.with_plugin(plugin.name)
                 return Status(
                     Code.ERROR,
-                    f"running Reserve plugin {plugin.name!r}: {status.message()}",
+                    f'running Reserve plugin "{plugin.name}": {status.message()}',
                     plugin=plugin.name,
                     error=status.error,
                 )
@@ -423,7 +423,7 @@ class Framework:
                 continue
             return Status(
                 Code.ERROR,
-                f"running Permit plugin {plugin.name!r}: {status.message()}",
+                f'running Permit plugin "{plugin.name}": {status.message()}',
                 plugin=plugin.name,
                 error=status.error,
             )
@@ -476,7 +476,7 @@ class Framework:
                     return status.with_plugin(plugin.name)
                 return Status(
                     Code.ERROR,
-                    f"running PreBind plugin {plugin.name!r}: {status.message()}",
+                    f'running PreBind plugin "{plugin.name}": {status.message()}',
                     plugin=plugin.name,
                     error=status.error,
                 )
@@ -495,7 +495,7 @@ class Framework:
                     return status.with_plugin(plugin.name)
                 return Status(
                     Code.ERROR,
-                    f"running Bind plugin {plugin.name!r}: {status.message()}",
+                    f'running Bind plugin "{plugin.name}": {status.message()}',
                     plugin=plugin.name,
                     error=status.error,
                 )

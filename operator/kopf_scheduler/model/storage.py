@@ -342,12 +342,12 @@ class StorageClass(_Meta):
     def allows_topology(self, labels: Mapping[str, str]) -> bool:
         """Whether a node's labels satisfy ``allowedTopologies`` (none listed: every node).
 
-        A term without expressions matches every node, unlike a node selector term.
+        A term without expressions selects no node, as in the API's topology term matching.
         """
         if not self.allowed_topologies:
             return True
         return any(
-            all(requirement.matches(labels) for requirement in term)
+            term and all(requirement.matches(labels) for requirement in term)
             for term in self.allowed_topologies
         )
 

@@ -4,9 +4,12 @@ The fast path knows the arithmetic of a fixed set of in-tree plugins. A profile 
 vectorised filtering when every Filter plugin is one of them (and configured the way the fast
 path understands), and for vectorised scoring when every Score plugin is; the two are decided
 separately. PodTopologySpread and InterPodAffinity, whose Filter and Score depend on other pods,
-are modelled from the state their PreFilter and PreScore write. NodePorts and DynamicResources
-are accepted only as "must have skipped": a given attempt qualifies only when their PreFilter
-returned Skip for it (DynamicResources does for every pod it lets through).
+are modelled from the state their PreFilter and PreScore write. NodePorts, DynamicResources and
+the four volume plugins are accepted only as "must have skipped": a given attempt qualifies only
+when their PreFilter returned Skip for it (DynamicResources does for every pod it lets through,
+the volume plugins for pods without the volumes they check). VolumeBinding is also a Score
+plugin that v1.34 lets score only behind a feature gate that is off, so its PreScore skips it on
+every attempt: as a Score plugin it is "must have skipped" too.
 """
 
 from __future__ import annotations
@@ -32,11 +35,29 @@ from kopf_scheduler.plugins.node_resources_fit import (
     NodeResourcesFit,
 )
 from kopf_scheduler.plugins.node_unschedulable import NodeUnschedulable
+from kopf_scheduler.plugins.node_volume_limits import NodeVolumeLimits
 from kopf_scheduler.plugins.pod_topology_spread.plugin import PodTopologySpread
 from kopf_scheduler.plugins.taint_toleration import TaintToleration
+from kopf_scheduler.plugins.volume_binding import VolumeBinding
+from kopf_scheduler.plugins.volume_restrictions import VolumeRestrictions
+from kopf_scheduler.plugins.volume_zone import VolumeZone
 
 SUPPORTED_RESOURCES = frozenset({CPU, MEMORY})
 """Resources the vectorised resource scorers handle (the default configuration's)."""
+
+
+_SKIPPED_ONLY_FILTERS: frozenset[type] = frozenset(
+    {
+        NodePorts,
+        DynamicResources,
+        VolumeRestrictions,
+        NodeVolumeLimits,
+        VolumeBinding,
+        VolumeZone,
+    }
+)
+"""Filter plugins the fast path stands in for only on attempts where their PreFilter skipped
+them: host ports, resource claims, and the volume plugins, which skip pods without volumes."""
 
 
 class Kind(Enum):
@@ -85,7 +106,7 @@ def _filter_kind(plugin: Any) -> Kind | None:
         return Kind.SPREAD
     if kind is InterPodAffinity:
         return Kind.INTER_POD_AFFINITY
-    if kind is NodePorts or kind is DynamicResources:
+    if kind in _SKIPPED_ONLY_FILTERS:
         return Kind.SKIPPED_ONLY
     return None
 
@@ -113,6 +134,8 @@ def _score_kind(plugin: Any) -> Kind | None:
         return Kind.SPREAD
     if kind is InterPodAffinity:
         return Kind.INTER_POD_AFFINITY
+    if kind is VolumeBinding:
+        return Kind.SKIPPED_ONLY
     return None
 
 

@@ -1,0 +1,185 @@
+"""The VolumeBinding plugin object: its extension points over the volume binding steps.
+
+- PreFilter rejects, UnschedulableAndUnresolvable, a pod whose claims are missing, lost,
+  terminating or not its own (:mod:`.claims`), or that has an unbound claim the PV controller
+  should bind first (``pod has unbound immediate PersistentVolumeClaims``); a pod without claims
+  skips the plugin. Otherwise it records the pod's claims for Filter.
+- Filter answers per node (:mod:`.decisions`) and keeps each fitting node's decisions in the
+  cycle state for Reserve; its rejections are UnschedulableAndUnresolvable, so preemption never
+  picks such a node.
+- Score: upstream's plugin is a Score plugin, but it scores only behind the alpha
+  ``StorageCapacityScoring`` gate. With the gate off its PreScore always skips, so it is listed
+  among the score plugins and never contributes; this one does the same.
+- Reserve and Unreserve assume and forget the decisions (:mod:`.reservation`); PreBind writes
+  them and waits for the PV controller (:mod:`.prebind`).
+
+There is no AddPod/RemovePod: volumes do not depend on the other pods of a node, so preemption's
+dry runs simply run Filter again. The state is shared, never copied, by clones of the cycle
+state, as upstream shares it: a dry run's Filter records the same per-node decisions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from kopf_scheduler.cache.node_info import NodeInfo
+from kopf_scheduler.framework.cycle_state import CycleState, StateKey
+from kopf_scheduler.framework.events import ClusterEventWithHint
+from kopf_scheduler.framework.handle import Handle
+from kopf_scheduler.framework.status import SKIP, SUCCESS, Code, Status
+from kopf_scheduler.framework.types import PreFilterResult
+from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.plugins.volume_binding.args import Args
+from kopf_scheduler.plugins.volume_binding.claims import (
+    PodVolumeClaims,
+    claims_rejection,
+    classify_claims,
+)
+from kopf_scheduler.plugins.volume_binding.decisions import PodVolumes, find_pod_volumes
+from kopf_scheduler.plugins.volume_binding.errors import VolumeBindingError
+from kopf_scheduler.plugins.volume_binding.hints import events_to_register
+from kopf_scheduler.plugins.volume_binding.prebind import bind_pod_volumes
+from kopf_scheduler.plugins.volume_binding.reservation import (
+    assume_pod_volumes,
+    revert_assumed_pod_volumes,
+)
+
+NAME = "VolumeBinding"
+REASON_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+STATE_NOT_FOUND = "not found"
+"""What upstream's cycle state reports when the plugin's data is missing."""
+
+NO_CLAIMS = PodVolumeClaims((), (), (), {})
+
+
+class VolumeBindingState:
+    """The pod's claims, each fitting node's decisions, and whether Reserve found all bound."""
+
+    __slots__ = ("all_bound", "claims", "pod_volumes_by_node")
+
+    def __init__(self, claims: PodVolumeClaims) -> None:
+        self.claims = claims
+        self.pod_volumes_by_node: dict[str, PodVolumes] = {}
+        self.all_bound = False
+
+    def clone(self) -> VolumeBindingState:
+        return self
+
+
+STATE_KEY: StateKey[VolumeBindingState] = StateKey(NAME)
+
+
+def _error(error: VolumeBindingError) -> Status:
+    return Status.from_error(error)
+
+
+class VolumeBinding:
+    name: ClassVar[str] = NAME
+
+    def __init__(self, args: Args, handle: Handle) -> None:
+        self.args = args
+        self._handle = handle
+
+    # PreFilter / Filter ------------------------------------------------------------------
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        storage = self._handle.storage
+        uses_claims, rejection = claims_rejection(pod, storage)
+        if rejection:
+            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, rejection)
+        if not uses_claims:
+            state.write(STATE_KEY, VolumeBindingState(NO_CLAIMS))
+            return None, SKIP
+        try:
+            claims = classify_claims(pod, storage)
+        except VolumeBindingError as error:
+            return None, _error(error)
+        if claims.immediate_unbound:
+            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON_UNBOUND_IMMEDIATE)
+        state.write(STATE_KEY, VolumeBindingState(claims))
+        return None, SUCCESS
+
+    def pre_filter_extensions(self) -> None:
+        return None
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+        node = node_info.node
+        if node is None:
+            return Status(Code.ERROR, "node not found")
+        data = state.get(STATE_KEY)
+        if data is None:
+            return Status(Code.ERROR, STATE_NOT_FOUND)
+        try:
+            volumes, reasons = find_pod_volumes(data.claims, node, self._handle.storage)
+        except VolumeBindingError as error:
+            return _error(error)
+        if reasons:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, *reasons)
+        data.pod_volumes_by_node[node.name] = volumes
+        return SUCCESS
+
+    # PreScore / Score: listed, never scoring (capacity scoring is an alpha gate) ----------
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
+        return SKIP
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
+        return 0, SUCCESS
+
+    def score_extensions(self) -> None:
+        return None
+
+    # Reserve / Unreserve ------------------------------------------------------------------
+
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        data = state.get(STATE_KEY)
+        if data is None:
+            return Status(Code.ERROR, STATE_NOT_FOUND)
+        volumes = data.pod_volumes_by_node.get(node_name)
+        if volumes is None:
+            data.all_bound = True
+            return SUCCESS
+        try:
+            all_bound, assumed = assume_pod_volumes(self._handle.storage, pod, node_name, volumes)
+        except VolumeBindingError as error:
+            return _error(error)
+        data.all_bound = all_bound
+        data.pod_volumes_by_node[node_name] = assumed
+        return SUCCESS
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        data = state.get(STATE_KEY)
+        volumes = data.pod_volumes_by_node.get(node_name) if data is not None else None
+        if volumes is not None:
+            revert_assumed_pod_volumes(self._handle.storage, volumes)
+
+    # PreBind ------------------------------------------------------------------------------
+
+    async def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        data = state.get(STATE_KEY)
+        if data is None:
+            return Status(Code.ERROR, STATE_NOT_FOUND)
+        if data.all_bound:
+            return SUCCESS
+        volumes = data.pod_volumes_by_node.get(node_name)
+        if volumes is None:
+            return Status(Code.ERROR, f'no pod volume found for node "{node_name}"')
+        try:
+            await bind_pod_volumes(
+                self._handle, pod, node_name, volumes, self.args.bind_timeout_seconds
+            )
+        except VolumeBindingError as error:
+            return _error(error)
+        return SUCCESS
+
+    # Queueing -----------------------------------------------------------------------------
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return events_to_register()
+
+
+def new(args: Mapping[str, Any] | None, handle: Handle) -> VolumeBinding:
+    return VolumeBinding(Args.parse(args), handle)
