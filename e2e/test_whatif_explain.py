@@ -25,6 +25,22 @@ READER_RULES = [
     {"apiGroups": [""], "resources": ["nodes", "pods", "namespaces"], "verbs": ["get", "list"]},
     {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": ["list"]},
     {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": ["list"]},
+    {
+        "apiGroups": [""],
+        "resources": ["persistentvolumes", "persistentvolumeclaims"],
+        "verbs": ["list"],
+    },
+    {
+        "apiGroups": ["storage.k8s.io"],
+        "resources": [
+            "storageclasses",
+            "csinodes",
+            "csidrivers",
+            "csistoragecapacities",
+            "volumeattachments",
+        ],
+        "verbs": ["list"],
+    },
 ]
 
 

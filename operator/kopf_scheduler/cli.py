@@ -119,7 +119,11 @@ def build_parser() -> argparse.ArgumentParser:
         "scenario",
         nargs="*",
         type=Path,
-        help="YAML or JSON files of Nodes, Pods, PDBs, PriorityClasses, Namespaces",
+        help=(
+            "YAML or JSON files of Nodes, Pods, PDBs, PriorityClasses, Namespaces and storage "
+            "objects (PVs, PVCs, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities, "
+            "VolumeAttachments)"
+        ),
     )
     simulate.add_argument("--config", type=Path, help="a KubeSchedulerConfiguration file")
     simulate.add_argument("--output", "-o", choices=["table", "json", "yaml"], default="table")

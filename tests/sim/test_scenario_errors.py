@@ -21,7 +21,10 @@ QUANTITY_RULE = (
 )
 SUPPORTED = (
     "supported: PodDisruptionBudget (policy/v1), PriorityClass (scheduling.k8s.io/v1), "
-    "Namespace (v1), Node (v1), Pod (v1)"
+    "CSIDriver (storage.k8s.io/v1), CSINode (storage.k8s.io/v1), "
+    "CSIStorageCapacity (storage.k8s.io/v1), StorageClass (storage.k8s.io/v1), "
+    "VolumeAttachment (storage.k8s.io/v1), Namespace (v1), Node (v1), PersistentVolume (v1), "
+    "PersistentVolumeClaim (v1), Pod (v1)"
 )
 INVALID_YAML = (
     "not valid YAML or JSON: while parsing a flow sequence\n"

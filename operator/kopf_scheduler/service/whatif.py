@@ -1,21 +1,36 @@
 """What-if on a live cluster: "if I create these pods, where do they go, and who is evicted?"
 
 The current state is read with LIST requests only (nodes, pods, PDBs with the disruption
-controller's status, PriorityClasses, namespaces) and handed to the simulator together with the
-pods to add; nothing is ever written to the cluster, so a read-only identity can run it.
-Kubernetes has no such dry run (kubernetes #58242).
+controller's status, PriorityClasses, namespaces, and the storage objects the volume plugins
+read: PersistentVolumes and claims, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities,
+VolumeAttachments) and handed to the simulator together with the pods to add (and any new claims
+they use); nothing is ever written to the cluster, so a read-only identity can run it. An
+identity that may not list one of these collections gets an error naming it, not a silently
+partial answer. Kubernetes has no such dry run (kubernetes #58242).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from kopf_scheduler.k8s.client import Api
+from kopf_scheduler.ports import ApiError
 from kopf_scheduler.sim.scenario import Scenario, load_scenario
 
 _DROPPED_METADATA = ("managedFields", "resourceVersion", "generation", "selfLink")
+
+STORAGE_COLLECTIONS: tuple[tuple[str, str, str], ...] = (
+    ("StorageClass", "storage.k8s.io/v1", "/apis/storage.k8s.io/v1/storageclasses"),
+    ("CSIDriver", "storage.k8s.io/v1", "/apis/storage.k8s.io/v1/csidrivers"),
+    ("CSINode", "storage.k8s.io/v1", "/apis/storage.k8s.io/v1/csinodes"),
+    ("CSIStorageCapacity", "storage.k8s.io/v1", "/apis/storage.k8s.io/v1/csistoragecapacities"),
+    ("PersistentVolumeClaim", "v1", "/api/v1/persistentvolumeclaims"),
+    ("PersistentVolume", "v1", "/api/v1/persistentvolumes"),
+    ("VolumeAttachment", "storage.k8s.io/v1", "/apis/storage.k8s.io/v1/volumeattachments"),
+)
+"""Kind, apiVersion and collection path of every storage kind the volume plugins read."""
 
 
 def _clean(raw: dict[str, Any], kind: str, api_version: str) -> dict[str, Any]:
@@ -29,31 +44,45 @@ def _clean(raw: dict[str, Any], kind: str, api_version: str) -> dict[str, Any]:
     return obj
 
 
+async def _list(api: Api, path: str) -> list[dict[str, Any]]:
+    try:
+        return (await api.list(path)).items
+    except ApiError as error:
+        if error.status in (401, 403):
+            raise ValueError(f"cannot list {path}: {error}") from None
+        raise
+
+
 async def cluster_scenario(api: Api, added: Iterable[str | Path]) -> tuple[Scenario, list[str]]:
     """The live cluster as a scenario, plus the added pods (pending, in file order).
 
     Returns the scenario and the ``namespace/name`` keys of the added pods.
     """
-    classes = (await api.list("/apis/scheduling.k8s.io/v1/priorityclasses")).items
+    classes = await _list(api, "/apis/scheduling.k8s.io/v1/priorityclasses")
     extra = load_scenario(added, known_priority_classes=[c["metadata"]["name"] for c in classes])
-    if extra.nodes or extra.running_pods or extra.pdbs:
-        names = [n["metadata"]["name"] for n in extra.nodes]
+    foreign_storage = [s for s in extra.storage if s["kind"] != "PersistentVolumeClaim"]
+    if extra.nodes or extra.running_pods or extra.pdbs or foreign_storage:
+        names = [n["metadata"]["name"] for n in extra.nodes + foreign_storage]
         raise ValueError(
-            "--add takes pending pods (and PriorityClasses or Namespaces they need); "
-            f"it got nodes, running pods or PDBs {names or ''}".rstrip()
+            "--add takes pending pods (and PriorityClasses, Namespaces or "
+            "PersistentVolumeClaims they need); it got nodes, running pods, PDBs or "
+            f"other storage objects {names or ''}".rstrip()
         )
     scenario = Scenario()
-    for raw in (await api.list("/api/v1/namespaces")).items:
+    for raw in await _list(api, "/api/v1/namespaces"):
         scenario.namespaces.append(_clean(raw, "Namespace", "v1"))
     for raw in classes:
         scenario.priority_classes.append(_clean(raw, "PriorityClass", "scheduling.k8s.io/v1"))
-    for raw in (await api.list("/api/v1/nodes")).items:
+    for raw in await _list(api, "/api/v1/nodes"):
         scenario.nodes.append(_clean(raw, "Node", "v1"))
-    for raw in (await api.list("/apis/policy/v1/poddisruptionbudgets")).items:
+    for kind, api_version, path in STORAGE_COLLECTIONS:
+        for raw in await _list(api, path):
+            scenario.storage.append(_clean(raw, kind, api_version))
+    for raw in await _list(api, "/apis/policy/v1/poddisruptionbudgets"):
         pdb = _clean(raw, "PodDisruptionBudget", "policy/v1")
         pdb.setdefault("status", {}).setdefault("disruptionsAllowed", 0)
         scenario.pdbs.append(pdb)
-    for raw in (await api.list("/api/v1/pods")).items:
+    for raw in await _list(api, "/api/v1/pods"):
         pod = _clean(raw, "Pod", "v1")
         phase = (pod.get("status") or {}).get("phase")
         if phase in ("Succeeded", "Failed"):
@@ -73,9 +102,24 @@ async def cluster_scenario(api: Api, added: Iterable[str | Path]) -> tuple[Scena
     scenario.priority_classes += [
         c for c in extra.priority_classes if c["metadata"]["name"] not in known_classes
     ]
+    known_claims = {
+        _namespaced_key(c) for c in scenario.storage if c["kind"] == "PersistentVolumeClaim"
+    }
+    for claim in extra.storage:
+        if _namespaced_key(claim) in known_claims:
+            raise ValueError(
+                f"--add: PersistentVolumeClaim {_namespaced_key(claim)} already exists "
+                "in the cluster"
+            )
+        scenario.storage.append(claim)
     keys = []
     for pod in extra.pending_pods:
         metadata = pod.get("metadata") or {}
         keys.append(f"{metadata.get('namespace') or 'default'}/{metadata['name']}")
         scenario.pending_pods.append(pod)
     return scenario, keys
+
+
+def _namespaced_key(raw: Mapping[str, Any]) -> str:
+    metadata = raw.get("metadata") or {}
+    return f"{metadata.get('namespace') or 'default'}/{metadata.get('name', '')}"

@@ -1,4 +1,4 @@
-"""The in-memory cluster: the same scheduler, driven against simulated nodes and pods.
+"""The in-memory cluster: the same scheduler, driven against simulated nodes, pods and volumes.
 
 It serves the ``simulate`` command (policy trials, what-if questions, the demo), end-to-end tests
 of the scheduling path without an API server, and the in-process benchmarks. Time is virtual:

@@ -1,12 +1,18 @@
-"""An in-memory stand-in for the API server, the kubelet and the disruption controller.
+"""An in-memory stand-in for the API server, the kubelet and the controllers scheduling relies on.
 
 It keeps raw objects, bumps resource versions, and delivers every change to the scheduler's
 event handlers, like a watch would. It implements the write ports the scheduler uses (binding,
-status patches, deletion, events) with the API server's rules that matter to scheduling:
-binding sets ``spec.nodeName`` and the PodScheduled condition, a bound pod being deleted stays
-terminating for its grace period, and PodDisruptionBudget status is kept up to date. Each PDB
-keeps the set of pods it selects (pod labels never change here), so a pod change updates only
-the PDBs that select that pod.
+status patches, deletion, events, volume binding's PV and claim updates) with the API server's
+rules that matter to scheduling: objects are defaulted and admitted as they are created
+(``sim/admission.py``), binding sets ``spec.nodeName`` and the PodScheduled condition, a bound
+pod being deleted stays terminating for its grace period, and an update based on a stale
+resourceVersion is refused. The disruption controller keeps PodDisruptionBudget status up to
+date: each PDB keeps the set of pods it selects (pod labels never change here), so a pod change
+updates only the PDBs that select that pod. The volume controllers (``sim/volume_controllers.py``)
+bind, provision and create ephemeral claims.
+
+Storage objects are never changed in place once stored (the scheduler's views keep the raw
+dictionaries they were built from): every change stores a new copy.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import copy
 import heapq
 import itertools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +30,10 @@ from kopf_scheduler.model.pdb import PodDisruptionBudget
 from kopf_scheduler.model.pod import DISRUPTION_TARGET, Pod
 from kopf_scheduler.model.timeutil import format_timestamp
 from kopf_scheduler.ports import ConflictError, Event, NotFoundError, PodRef, PodStatusPatch
+from kopf_scheduler.sim.admission import admit_priority, default_claim_class, default_pod
 from kopf_scheduler.sim.clock import VirtualClock
+from kopf_scheduler.sim.scenario import NAMESPACED_KINDS, STORAGE_KINDS
+from kopf_scheduler.sim.volume_controllers import CLAIM, STORAGE_CLASS, VOLUME, VolumeControllers
 
 Raw = dict[str, Any]
 Listener = Callable[[str, str, Mapping[str, Any]], None]
@@ -67,6 +76,10 @@ class InMemoryCluster:
         """Computed (not static) PDBs: the parsed view and the pods it selects."""
         self._pod_budgets: dict[str, list[str]] = {}
         """Pod key -> keys of the computed PDBs that select it."""
+        self.storage: dict[str, dict[str, Raw]] = {kind: {} for kind in STORAGE_KINDS}
+        """Storage objects by kind, then by key (``namespace/name`` for namespaced kinds)."""
+        self.volume_controllers = VolumeControllers(self)
+        self._loading = False
 
     # Watching --------------------------------------------------------------------------------
 
@@ -77,6 +90,8 @@ class InMemoryCluster:
         self.generation += 1
         for listener in self._listeners:
             listener(kind, event_type, raw)
+        if not self._loading:  # after loading, the controllers look at everything anyway
+            self.volume_controllers.observe(kind, event_type, raw)
 
     def _stamp(self, raw: Raw) -> Raw:
         metadata = raw.setdefault("metadata", {})
@@ -85,12 +100,38 @@ class InMemoryCluster:
 
     # Creating objects ------------------------------------------------------------------------
 
+    def load(self, objects: Iterable[Mapping[str, Any]]) -> None:
+        """Create a whole cluster state, then let the controllers look at it all at once.
+
+        The controllers see the state as they would after starting on a running cluster, so a
+        volume created before the claim it is bound to is not taken for orphaned.
+        """
+        self._loading = True
+        try:
+            for raw in objects:
+                self.create(raw)
+        finally:
+            self._loading = False
+        self.volume_controllers.resync()
+        self.run_controllers()
+
+    def run_controllers(self) -> None:
+        """Let the volume controllers act on every change so far (their writes are events too)."""
+        self.volume_controllers.run()
+
     def create(self, raw: Mapping[str, Any]) -> Raw:
+        """Create an object; the controllers react before this returns (unless loading)."""
+        obj = self._create(raw)
+        if not self._loading:
+            self.run_controllers()
+        return obj
+
+    def _create(self, raw: Mapping[str, Any]) -> Raw:
         obj: Raw = copy.deepcopy(dict(raw))
         kind = obj.get("kind", "")
         replaced: list[str] = []
         metadata = obj.setdefault("metadata", {})
-        if kind in ("Pod", "PodDisruptionBudget"):
+        if kind in NAMESPACED_KINDS:
             metadata.setdefault("namespace", "default")
         metadata.setdefault("uid", f"{kind.lower()}-{next(self._uids):05d}")
         metadata.setdefault("creationTimestamp", format_timestamp(self.clock.now()))
@@ -100,7 +141,8 @@ class InMemoryCluster:
             self.nodes[name] = obj
         elif kind == "Pod":
             spec = obj.setdefault("spec", {})
-            self._admit_priority(spec)
+            default_pod(spec)
+            admit_priority(spec, self.priority_classes)
             status = obj.setdefault("status", {})
             if spec.get("nodeName"):
                 status.setdefault("phase", "Running")
@@ -119,6 +161,13 @@ class InMemoryCluster:
             self.priority_classes[name] = obj
         elif kind == "Namespace":
             self.namespaces[name] = obj
+        elif kind in STORAGE_KINDS:
+            if kind == CLAIM:
+                default_claim_class(obj, self.storage[STORAGE_CLASS].values())
+            if kind in (CLAIM, VOLUME):
+                status = obj.get("status") or {}
+                obj["status"] = {**status, "phase": status.get("phase") or "Pending"}
+            self.storage[kind][_key(kind, metadata)] = obj
         else:
             raise ValueError(f"unsupported kind {kind!r}")
         self._emit(kind, ADDED, obj)
@@ -131,31 +180,6 @@ class InMemoryCluster:
         elif kind == "PodDisruptionBudget":
             self._track_budget(f"{metadata['namespace']}/{name}", obj)
         return obj
-
-    def _admit_priority(self, spec: Raw) -> None:
-        """What the Priority admission plugin does: resolve the class into the pod spec."""
-        class_name = spec.get("priorityClassName")
-        if spec.get("priority") is not None:
-            # The given value stands, but the named class still supplies the preemption policy.
-            named = self.priority_classes.get(class_name) if class_name else None
-            if named is not None:
-                spec.setdefault(
-                    "preemptionPolicy", named.get("preemptionPolicy") or "PreemptLowerPriority"
-                )
-            return
-        chosen: Raw | None = None
-        if class_name:
-            chosen = self.priority_classes.get(class_name)
-        else:
-            defaults = [c for c in self.priority_classes.values() if c.get("globalDefault")]
-            chosen = min(defaults, key=lambda c: int(c["value"])) if defaults else None
-            if chosen is not None:
-                spec["priorityClassName"] = chosen["metadata"]["name"]
-        spec["priority"] = int(chosen["value"]) if chosen is not None else 0
-        if chosen is not None:
-            spec.setdefault(
-                "preemptionPolicy", chosen.get("preemptionPolicy") or "PreemptLowerPriority"
-            )
 
     # The disruption controller ---------------------------------------------------------------
 
@@ -296,6 +320,61 @@ class InMemoryCluster:
         heapq.heappush(self._deletions, (deadline, next(self._deletion_sequence), pod.key, pod.uid))
         self._pod_health_changed(pod.key, raw)
 
+    async def update_volume(self, raw: Mapping[str, Any]) -> Mapping[str, Any]:
+        return self._update(VOLUME, raw)
+
+    async def update_claim(self, raw: Mapping[str, Any]) -> Mapping[str, Any]:
+        return self._update(CLAIM, raw)
+
+    def _update(self, kind: str, raw: Mapping[str, Any]) -> Raw:
+        """A PUT: refused for a stale resourceVersion or another UID; status is kept as stored
+        (it has its own subresource); an update that changes nothing writes nothing."""
+        metadata = raw.get("metadata") or {}
+        key = _key(kind, metadata)
+        resource = f'{kind.lower()}s "{metadata.get("name", "")}"'
+        stored = self.storage[kind].get(key)
+        if stored is None:
+            raise NotFoundError(f"{resource} not found")
+        stored_metadata = stored["metadata"]
+        version = metadata.get("resourceVersion")
+        if version and version != stored_metadata["resourceVersion"]:
+            raise ConflictError(
+                f"Operation cannot be fulfilled on {resource}: the object has been modified; "
+                "please apply your changes to the latest version and try again"
+            )
+        uid = metadata.get("uid")
+        if uid and uid != stored_metadata.get("uid"):
+            raise ConflictError(
+                f"Operation cannot be fulfilled on {resource}: Precondition failed: "
+                f"UID in precondition: {uid}, UID in object meta: {stored_metadata.get('uid')}"
+            )
+        updated: Raw = copy.deepcopy(dict(raw))
+        updated_metadata = updated.setdefault("metadata", {})
+        for field in ("namespace", "uid", "creationTimestamp", "resourceVersion"):
+            if field in stored_metadata:
+                updated_metadata[field] = stored_metadata[field]
+        updated["status"] = copy.deepcopy(stored.get("status") or {})
+        if updated == stored:
+            return copy.deepcopy(stored)
+        return copy.deepcopy(self.replace(kind, updated))
+
+    # The storage objects as the controllers change them -----------------------------------------
+
+    def objects(self, kind: str) -> Mapping[str, Raw]:
+        return self.storage[kind]
+
+    def replace(self, kind: str, raw: Raw) -> Raw:
+        """Store ``raw`` (a new dictionary) as the object's next version and announce it."""
+        self._stamp(raw)
+        self.storage[kind][_key(kind, raw["metadata"])] = raw
+        self._emit(kind, MODIFIED, raw)
+        return raw
+
+    def delete_object(self, kind: str, key: str) -> None:
+        gone = copy.deepcopy(self.storage[kind].pop(key))
+        self._stamp(gone)
+        self._emit(kind, DELETED, gone)
+
     def record(self, event: Event) -> None:
         related = event.related.key if event.related is not None else ""
         self.events.append(
@@ -323,6 +402,7 @@ class InMemoryCluster:
             raw = self.pods.get(key)
             if raw is not None and raw["metadata"].get("uid") == uid:
                 self._remove(key)
+        self.run_controllers()
 
     def _remove(self, key: str) -> None:
         raw = self.pods.pop(key)
@@ -339,6 +419,13 @@ class InMemoryCluster:
             if condition.get("type") == DISRUPTION_TARGET and condition.get("status") == "True":
                 return True
         return False
+
+
+def _key(kind: str, metadata: Mapping[str, Any]) -> str:
+    name = str(metadata.get("name", ""))
+    if kind in NAMESPACED_KINDS:
+        return f"{metadata.get('namespace') or 'default'}/{name}"
+    return name
 
 
 def _healthy(raw: Raw) -> bool:

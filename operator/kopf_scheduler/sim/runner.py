@@ -1,14 +1,17 @@
 """Run a scenario through the real scheduler on the in-memory cluster until nothing changes.
 
 The driver calls the scheduler's own cycle, lets background tasks (bindings, patches, victim
-deletions) finish, and then jumps virtual time to the next thing that can happen: a backoff
-expiring, a terminating pod disappearing, a timer. When only unschedulable pods remain it gives
-them one retry after the periodic flush; if that changes nothing, the run is over.
+deletions, volume binding waiting for the PV controller) finish while the cluster's controllers
+act on what those tasks write, and then jumps virtual time to the next thing that can happen: a
+backoff expiring, a terminating pod disappearing, a timer. When only unschedulable pods remain
+it gives them one retry after the periodic flush; if that changes nothing, the run is over.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,9 +26,10 @@ from kopf_scheduler.scheduler.explain import AttemptRecord
 from kopf_scheduler.scheduler.loop import Scheduler
 from kopf_scheduler.sim.clock import VirtualClock
 from kopf_scheduler.sim.cluster import InMemoryCluster
-from kopf_scheduler.sim.scenario import Scenario
+from kopf_scheduler.sim.scenario import STORAGE_KINDS, Scenario
 
 UNSCHEDULABLE_FLUSH_PERIOD = 30.0
+STORAGE_CREATION_ORDER = {kind: rank for rank, kind in enumerate(STORAGE_KINDS)}
 SYSTEM_PRIORITY_CLASSES: tuple[dict[str, Any], ...] = (
     {
         "apiVersion": "scheduling.k8s.io/v1",
@@ -69,7 +73,7 @@ class Simulation:
 
     def _setup(self) -> tuple[Scheduler, EventHandlers]:
         cluster = self.cluster
-        ports = Ports(self.clock, cluster, cluster, cluster, cluster)
+        ports = Ports(self.clock, cluster, cluster, cluster, cluster, storage_writer=cluster)
         view = ClusterView(self.store.get_pod, self.store.list_pdbs, self.store.storage)
         scheduler = build_scheduler(
             self.config, ports, view, seed=self.seed, on_attempt=self.attempts.append
@@ -82,6 +86,8 @@ class Simulation:
             "PriorityClass": handlers.on_priority_class,
             "Namespace": handlers.on_namespace,
         }
+        for kind in STORAGE_KINDS:
+            routes[kind] = functools.partial(handlers.on_storage, kind)
         cluster.subscribe(lambda kind, event_type, raw: routes[kind](event_type, raw))
         self.scheduler = scheduler
         self.handlers = handlers
@@ -89,6 +95,9 @@ class Simulation:
 
     async def _settle(self, scheduler: Scheduler) -> None:
         for _ in range(100_000):
+            # The controllers catch up with what the scheduler's tasks wrote (a PV's claimRef,
+            # a claim's selected node) before time moves on.
+            self.cluster.run_controllers()
             if not scheduler.pending_tasks:
                 return
             await asyncio.sleep(0)
@@ -136,16 +145,16 @@ class Simulation:
         for raw in SYSTEM_PRIORITY_CLASSES:
             if raw["metadata"]["name"] not in defined:
                 cluster.create(raw)
-        groups = (
-            scenario.namespaces,
-            scenario.priority_classes,
-            scenario.nodes,
-            scenario.running_pods,
-            scenario.pdbs,
+        cluster.load(
+            itertools.chain(
+                scenario.namespaces,
+                scenario.priority_classes,
+                scenario.nodes,
+                sorted(scenario.storage, key=lambda raw: STORAGE_CREATION_ORDER[raw["kind"]]),
+                scenario.running_pods,
+                scenario.pdbs,
+            )
         )
-        for group in groups:
-            for raw in group:
-                cluster.create(raw)
         default_profile = self.config.profiles[0].scheduler_name
         for pending in scenario.pending_pods:
             spec = pending.get("spec") or {}

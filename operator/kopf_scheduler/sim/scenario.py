@@ -7,7 +7,7 @@ reason, so a user can fix the input; ``ScenarioError`` carries exactly that.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,13 +19,46 @@ from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pdb import PodDisruptionBudget
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.priority_class import PriorityClass
+from kopf_scheduler.model.storage import (
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    VolumeAttachment,
+)
+
+STORAGE_KINDS: dict[str, Callable[[Mapping[str, Any]], object]] = {
+    "StorageClass": StorageClass,
+    "CSIDriver": CSIDriver,
+    "CSINode": CSINode,
+    "CSIStorageCapacity": CSIStorageCapacity,
+    "PersistentVolumeClaim": PersistentVolumeClaim,
+    "PersistentVolume": PersistentVolume,
+    "VolumeAttachment": VolumeAttachment,
+}
+"""The storage kinds a scenario may hold, each with its checking view, in the order they are
+created: classes and drivers before the claims that name them, claims before the volumes that
+point back at them."""
+
+NAMESPACED_KINDS = frozenset(
+    {"Pod", "PodDisruptionBudget", "PersistentVolumeClaim", "CSIStorageCapacity"}
+)
 
 SUPPORTED = {
     ("v1", "Node"),
     ("v1", "Pod"),
     ("v1", "Namespace"),
+    ("v1", "PersistentVolume"),
+    ("v1", "PersistentVolumeClaim"),
     ("policy/v1", "PodDisruptionBudget"),
     ("scheduling.k8s.io/v1", "PriorityClass"),
+    ("storage.k8s.io/v1", "StorageClass"),
+    ("storage.k8s.io/v1", "CSINode"),
+    ("storage.k8s.io/v1", "CSIDriver"),
+    ("storage.k8s.io/v1", "CSIStorageCapacity"),
+    ("storage.k8s.io/v1", "VolumeAttachment"),
 }
 
 
@@ -46,6 +79,8 @@ class Scenario:
     running_pods: list[dict[str, Any]] = field(default_factory=list)
     pending_pods: list[dict[str, Any]] = field(default_factory=list)
     """In document order: the order in which they arrive."""
+    storage: list[dict[str, Any]] = field(default_factory=list)
+    """PersistentVolumes, claims, StorageClasses and the CSI objects, in document order."""
 
 
 def _describe(obj: Mapping[str, Any], index: int) -> str:
@@ -56,7 +91,7 @@ def _describe(obj: Mapping[str, Any], index: int) -> str:
     if not name:
         return f"{kind} #{index + 1}"
     namespace = metadata.get("namespace")
-    if kind in ("Pod", "PodDisruptionBudget"):
+    if kind in NAMESPACED_KINDS:
         return f"{kind} {namespace or 'default'}/{name}"
     return f"{kind} {name}"
 
@@ -122,6 +157,8 @@ def _check(
             PodDisruptionBudget(obj)
         elif kind == "PriorityClass":
             PriorityClass(obj)
+        elif kind in STORAGE_KINDS:
+            STORAGE_KINDS[kind](obj)
         elif not isinstance((obj.get("metadata") or {}).get("name"), str):
             raise InvalidObjectError("metadata.name", "must be a non-empty string")
     except InvalidObjectError as error:
@@ -162,6 +199,8 @@ def load_scenario(
                 scenario.priority_classes.append(obj)
             elif kind == "PodDisruptionBudget":
                 scenario.pdbs.append(obj)
+            elif kind in STORAGE_KINDS:
+                scenario.storage.append(obj)
             elif (obj.get("spec") or {}).get("nodeName"):
                 scenario.running_pods.append(obj)
             else:
