@@ -2,6 +2,5 @@
 
 Every module exports ``NAME`` (the upstream plugin name), the plugin class, and
 ``new(args, handle)``, the factory the registry calls with the raw ``pluginConfig`` args.
-Volume plugins (VolumeBinding, VolumeRestrictions, VolumeZone, NodeVolumeLimits) and
-DynamicResources are not implemented; see docs/behaviour.md.
+DynamicResources serves pods without resource claims only; see docs/behaviour.md.
 """
