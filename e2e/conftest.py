@@ -7,6 +7,9 @@
 - ``schedulers`` (per test): makes sure a leader runs before the test, reports crashed
   processes after it, and attaches the scheduler log to a failing test's report.
 - ``env`` (per test): a namespace and fresh fake nodes that only this test's pods can use.
+- ``scheduler_name`` (per test): the ``schedulerName`` of the scheduler chosen with
+  ``E2E_SCHEDULER`` (``kopf``, the default: ``schedulers`` above; ``upstream``: kube-scheduler,
+  started for the session on the local control plane when it is not running).
 """
 
 from __future__ import annotations
@@ -20,11 +23,17 @@ from typing import Any
 import pytest
 
 from e2e.localcluster import node_ready
-from e2e.support import objects
+from e2e.support import SCHEDULER_NAME, objects
 from e2e.support.clusters import Cluster, apply_rbac, open_cluster, service_account_kubeconfig
 from e2e.support.env import TestEnv, make_test_id
 from e2e.support.kubectl import Kubectl
-from e2e.support.schedulers import DeploymentSchedulers, LocalSchedulers, Schedulers
+from e2e.support.schedulers import (
+    UPSTREAM_SCHEDULER_NAME,
+    DeploymentSchedulers,
+    LocalSchedulers,
+    Schedulers,
+    scheduler_under_test,
+)
 
 SERVICE_ACCOUNT = "kopf-scheduler"
 
@@ -103,6 +112,38 @@ def schedulers(scheduler_pool: Schedulers, request: pytest.FixtureRequest) -> It
         pytest.fail("\n\n".join(problems), pytrace=False)
 
 
+@pytest.fixture(scope="session")
+def upstream_scheduler(cluster: Cluster) -> Iterator[Path | None]:
+    """kube-scheduler for the session; yields its log file on the local control plane.
+
+    A kind cluster runs it already. Locally it is started unless it runs, and then stopped
+    again at the end of the session.
+    """
+    if cluster.local is None:
+        yield None
+        return
+    started = "kube-scheduler" not in cluster.local.running()
+    if started:
+        cluster.local.start_kube_scheduler()
+    try:
+        yield cluster.local.log_dir / "kube-scheduler.log"
+    finally:
+        if started:
+            cluster.local.stop_kube_scheduler()
+
+
+@pytest.fixture
+def scheduler_name(request: pytest.FixtureRequest) -> str:
+    """The ``schedulerName`` of the scheduler under test (``E2E_SCHEDULER``), running."""
+    if scheduler_under_test() == "upstream":
+        log: Path | None = request.getfixturevalue("upstream_scheduler")
+        if log is not None:
+            request.node.e2e_upstream_log = (log, log.stat().st_size if log.exists() else 0)
+        return UPSTREAM_SCHEDULER_NAME
+    request.getfixturevalue("schedulers")
+    return SCHEDULER_NAME
+
+
 @pytest.fixture
 def env(
     kube: Kubectl, request: pytest.FixtureRequest, priority_classes: None, fake_nodes: None
@@ -132,3 +173,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     pool: Schedulers | None = getattr(item, "e2e_schedulers", None)
     if pool is not None:
         report.sections.append(("scheduler log", pool.logs()))
+    upstream: tuple[Path, int] | None = getattr(item, "e2e_upstream_log", None)
+    if upstream is not None:
+        log, offset = upstream
+        with log.open("rb") as stream:
+            stream.seek(offset)
+            lines = stream.read().decode(errors="replace").splitlines()
+        report.sections.append(("kube-scheduler log", "\n".join(lines[-80:])))

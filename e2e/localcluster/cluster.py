@@ -58,6 +58,15 @@ KCM_CONTROLLERS = (
     "namespace",
     "replicaset",
     "deployment",
+    # Volume binding: the PV controller completes what the scheduler starts (it binds a claim
+    # to the PV whose claimRef the scheduler wrote, and hands claims with a selected node to
+    # their provisioner); the ephemeral-volume controller creates the claims of generic
+    # ephemeral volumes; the two protection controllers release the finalizers that admission
+    # puts on every claim and volume, so that deleting them (and their namespace) completes.
+    "persistentvolume-binder",
+    "ephemeral-volume",
+    "pvc-protection",
+    "pv-protection",
 )
 # Start order; `down` stops in the reverse order.
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kwok", "kube-scheduler")
@@ -481,6 +490,10 @@ class LocalCluster:
                 f"--controllers={','.join(KCM_CONTROLLERS)}",
                 "--node-monitor-period=5s",
                 "--node-monitor-grace-period=40s",
+                # The PV controller's periodic sync (default 15 s) is also its retry: a binding
+                # that hits a write conflict between its own workers, which is common for a
+                # claim pre-bound to a new PV, completes only at the next sync.
+                "--pvclaimbinder-sync-period=1s",
                 "--kube-api-qps=100",
                 "--kube-api-burst=200",
                 "--bind-address=127.0.0.1",

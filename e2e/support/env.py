@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from e2e.localcluster import node_ready
@@ -47,10 +47,23 @@ class TestEnv:
 
     # -- nodes -----------------------------------------------------------------------------
 
-    def create_nodes(self, count: int, cpu: str = "4", memory: str = "8Gi") -> list[str]:
+    def create_nodes(
+        self,
+        count: int,
+        cpu: str = "4",
+        memory: str = "8Gi",
+        labels: Sequence[dict[str, str]] = (),
+    ) -> list[str]:
+        """``count`` fresh nodes, Ready when this returns; ``labels[i]`` adds to node i's."""
         first = len(self.node_names)
         names = [f"e2e-{self.id}-{index}" for index in range(first, first + count)]
-        self.kubectl.create(*(objects.fake_node(name, self.id, cpu, memory) for name in names))
+        extra = [*labels, *([{}] * (count - len(labels)))]
+        self.kubectl.create(
+            *(
+                objects.fake_node(name, self.id, cpu, memory, labels=extra[offset])
+                for offset, name in enumerate(names)
+            )
+        )
         self.node_names.extend(names)
 
         def ready() -> bool:

@@ -41,9 +41,17 @@ def priority_classes() -> list[dict[str, Any]]:
 
 
 def fake_node(
-    name: str, test_id: str, cpu: str = "4", memory: str = "8Gi", pods: str = "110"
+    name: str,
+    test_id: str,
+    cpu: str = "4",
+    memory: str = "8Gi",
+    pods: str = "110",
+    labels: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """A node kwok manages, reserved for one test by a label and a matching NoSchedule taint."""
+    """A node kwok manages, reserved for one test by a label and a matching NoSchedule taint.
+
+    ``labels`` adds to the standard ones (for example a zone).
+    """
     resources = {"cpu": cpu, "memory": memory, "pods": pods}
     return {
         "apiVersion": "v1",
@@ -58,6 +66,7 @@ def fake_node(
                 "type": "kwok",
                 ISOLATION_KEY: test_id,
                 SUITE_LABEL: "true",
+                **(labels or {}),
             },
         },
         "spec": {"taints": [{"key": ISOLATION_KEY, "value": test_id, "effect": "NoSchedule"}]},
@@ -77,8 +86,13 @@ def pod(
     scheduler: str = SCHEDULER_NAME,
     labels: dict[str, str] | None = None,
     node_selector: dict[str, str] | None = None,
+    volumes: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """A pod that tolerates and selects only the test's own nodes."""
+    """A pod that tolerates and selects only the test's own nodes.
+
+    ``volumes`` go into ``spec.volumes`` as given; the container mounts none of them, which
+    is all that scheduling looks at.
+    """
     requests = {"cpu": cpu}
     if memory:
         requests["memory"] = memory
@@ -100,6 +114,8 @@ def pod(
         spec["priorityClassName"] = priority_class
     if grace is not None:
         spec["terminationGracePeriodSeconds"] = grace
+    if volumes:
+        spec["volumes"] = volumes
     return {
         "apiVersion": "v1",
         "kind": "Pod",

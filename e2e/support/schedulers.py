@@ -55,6 +55,22 @@ leaderElection:
 """
 
 
+UPSTREAM_SCHEDULER_NAME = "default-scheduler"
+"""``spec.schedulerName`` kube-scheduler serves, for scenarios run against upstream."""
+
+
+def scheduler_under_test() -> str:
+    """``E2E_SCHEDULER``: ``kopf`` (default, the project's scheduler) or ``upstream``.
+
+    Scenarios that take the ``scheduler_name`` fixture run against the one chosen here;
+    ``upstream`` is kube-scheduler, the reference their expectations are taken from.
+    """
+    choice = os.environ.get("E2E_SCHEDULER", "kopf").strip().lower() or "kopf"
+    if choice not in ("kopf", "upstream"):
+        raise RuntimeError(f"E2E_SCHEDULER must be 'kopf' or 'upstream', not {choice!r}")
+    return choice
+
+
 class Schedulers(Protocol):
     """What the scenarios do with the scheduler under test."""
 

@@ -1,4 +1,4 @@
-"""Record every change of the pods in a namespace, in the API server's order.
+"""Record every change of the pods (or another kind) in a namespace, in the API server's order.
 
 ``kubectl get pods --watch -o json --output-watch-events`` runs in the background for the whole
 test; each event is kept with the moment it arrived. Short-lived states that polling could miss
@@ -27,22 +27,39 @@ class WatchEvent:
     index: int
     received: float  # time.monotonic() when kubectl printed it
     type: str  # ADDED, MODIFIED, DELETED
-    pod: Mapping[str, Any]
+    object: Mapping[str, Any]
+
+    @property
+    def pod(self) -> Mapping[str, Any]:
+        """The object, for watches of pods."""
+        return self.object
 
     @property
     def name(self) -> str:
-        return str(self.pod["metadata"]["name"])
+        return str(self.object["metadata"]["name"])
+
+    @property
+    def resource_version(self) -> int:
+        """The object's resourceVersion as a number.
+
+        Opaque in general, but the revision of the one etcd behind the local control plane
+        (and behind kind), so it orders changes of different kinds too.
+        """
+        return int(self.object["metadata"]["resourceVersion"])
 
 
-class PodWatch:
-    def __init__(self, kubectl: Kubectl, namespace: str) -> None:
+class ObjectWatch:
+    """Every change of the objects of one kind in one namespace."""
+
+    def __init__(self, kubectl: Kubectl, namespace: str, resource: str, kind: str) -> None:
         self.namespace = namespace
+        self.kind = kind
         self._events: list[WatchEvent] = []
         self._lock = threading.Lock()
         self._proc = subprocess.Popen(
             kubectl.command(
                 "get",
-                "pods",
+                resource,
                 "-n",
                 namespace,
                 "--watch",
@@ -77,11 +94,11 @@ class PodWatch:
                 self._add(item)
 
     def _add(self, item: Mapping[str, Any]) -> None:
-        pod = item.get("object")
-        if not isinstance(pod, Mapping) or pod.get("kind") != "Pod":
+        obj = item.get("object")
+        if not isinstance(obj, Mapping) or obj.get("kind") != self.kind:
             return
         with self._lock:
-            event = WatchEvent(len(self._events), time.monotonic(), str(item.get("type")), pod)
+            event = WatchEvent(len(self._events), time.monotonic(), str(item.get("type")), obj)
             self._events.append(event)
 
     def stop(self) -> None:
@@ -126,6 +143,15 @@ class PodWatch:
 
     def deleted(self, name: str) -> WatchEvent | None:
         return self.first(lambda e: e.type == "DELETED", name)
+
+    def summary(self, name: str | None = None) -> list[str]:
+        """One line per recorded event, for failure messages."""
+        return [f"#{e.index} {e.type} {e.name} rv={e.resource_version}" for e in self.events(name)]
+
+
+class PodWatch(ObjectWatch):
+    def __init__(self, kubectl: Kubectl, namespace: str) -> None:
+        super().__init__(kubectl, namespace, "pods", "Pod")
 
     def bound(self, name: str) -> WatchEvent | None:
         return self.first(lambda e: e.type != "DELETED" and node_name(e.pod) is not None, name)
