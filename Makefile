@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv test lint format demo e2e cluster-up cluster-down bench bench-full clean
+.PHONY: venv test lint format demo e2e e2e-upstream cluster-up cluster-down bench bench-full clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,11 @@ cluster-down: $(STAMP)
 ## The end-to-end suite against $$KUBECONFIG, or the local control plane when it is up.
 e2e: $(STAMP)
 	$(PY) -m pytest e2e
+
+## The volume scenarios against upstream kube-scheduler v1.34.10 on the same control plane: the
+## expectations the e2e suite holds kopf-scheduler to are what upstream does.
+e2e-upstream: $(STAMP)
+	E2E_SCHEDULER=upstream $(PY) -m pytest e2e/test_volumes.py
 
 ## Benchmarks beside upstream kube-scheduler, recorded in docs/benchmarks.md and bench/results/:
 ## in-process S1, S4 and a scaled S2, plus end-to-end S1 when the local cluster is built.
