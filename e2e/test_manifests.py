@@ -30,7 +30,13 @@ def test_kustomization_passes_server_side_dry_run(
         pytest.skip(f"{path} has no kustomization.yaml")
     rendered = list(yaml.safe_load_all(kube.run("kustomize", str(directory)).stdout))
     kinds = {doc["kind"] for doc in rendered if doc}
-    assert {"ClusterRole", "Deployment", "ConfigMap", "ServiceAccount"} <= kinds, kinds
+    assert {
+        "ClusterRole",
+        "Deployment",
+        "ConfigMap",
+        "ServiceAccount",
+        "PodDisruptionBudget",
+    } <= kinds, kinds
 
     result = kube.run("apply", "-k", str(directory), "--dry-run=server", check=False)
     assert result.returncode == 0, result.stderr

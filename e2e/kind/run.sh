@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # End-to-end run on a throw-away kind cluster:
 #   create the cluster (1 control plane + 3 workers), build the image, load it into the nodes,
-#   deploy manifests/ through e2e/kind/overlay, wait for the rollout and the leader Lease, then
-#   run `python -m pytest e2e` with E2E_CLUSTER=kind and KUBECONFIG pointing at the cluster.
+#   install charts/kopf-scheduler with e2e/kind/values.yaml (release kopf-scheduler in the
+#   namespace kopf-scheduler, which enforces the restricted Pod Security level), wait for the
+#   rollout and the leader Lease, then run `python -m pytest e2e` with E2E_CLUSTER=kind and
+#   KUBECONFIG pointing at the cluster.
 #
-# Needs docker, kind and kubectl on PATH, and the project's virtualenv (`make venv`).
+# Needs docker, kind, kubectl and helm (v3) on PATH, and the project's virtualenv (`make venv`).
 #
 # Environment:
 #   KIND_CLUSTER_NAME  cluster name (default kopf-scheduler-e2e); an existing cluster of that
@@ -15,7 +17,7 @@
 #                      (default: $TMPDIR/kopf-scheduler-kind-e2e)
 #   PYTHON             interpreter for pytest (default: .venv/bin/python, else python3)
 #   KWOK_VERSION       kwok release installed in the cluster for the fake nodes (default v0.7.0)
-#   KUBECTL, KIND, DOCKER   the tools (default: from PATH)
+#   KUBECTL, KIND, DOCKER, HELM   the tools (default: from PATH)
 # Arguments are passed on to pytest, e.g. `e2e/kind/run.sh -k preemption -x`.
 set -euo pipefail
 
@@ -23,11 +25,13 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 
 CLUSTER_NAME="${KIND_CLUSTER_NAME:-kopf-scheduler-e2e}"
-IMAGE="kopf-scheduler:e2e" # what e2e/kind/overlay/kustomization.yaml deploys
+IMAGE="kopf-scheduler:e2e" # what e2e/kind/values.yaml deploys
 NAMESPACE="kopf-scheduler"
+RELEASE="kopf-scheduler"
 KIND="${KIND:-kind}"
 KUBECTL="${KUBECTL:-kubectl}"
 DOCKER="${DOCKER:-docker}"
+export HELM="${HELM:-helm}" # e2e/test_chart.py uses it too
 ARTIFACTS_DIR="${ARTIFACTS_DIR:-${TMPDIR:-/tmp}/kopf-scheduler-kind-e2e}"
 if [[ -z "${PYTHON:-}" ]]; then
     if [[ -x "$ROOT/.venv/bin/python" ]]; then PYTHON="$ROOT/.venv/bin/python"; else PYTHON=python3; fi
@@ -35,7 +39,7 @@ fi
 
 log() { printf '\n==> %s\n' "$*" >&2; }
 
-for tool in "$DOCKER" "$KIND" "$KUBECTL" "$PYTHON"; do
+for tool in "$DOCKER" "$KIND" "$KUBECTL" "$HELM" "$PYTHON"; do
     command -v "$tool" > /dev/null || { echo "error: '$tool' not found" >&2; exit 2; }
 done
 
@@ -51,6 +55,7 @@ diagnose() {
     "$KUBECTL" get events -A --sort-by=.lastTimestamp > "$out/events.txt" 2>&1 || true
     "$KUBECTL" -n "$NAMESPACE" describe deployment,replicaset,pods > "$out/describe.txt" 2>&1 || true
     "$KUBECTL" -n "$NAMESPACE" get lease -o yaml > "$out/leases.yaml" 2>&1 || true
+    "$HELM" -n "$NAMESPACE" status "$RELEASE" --show-resources > "$out/helm-status.txt" 2>&1 || true
     "$KUBECTL" -n "$NAMESPACE" logs -l app.kubernetes.io/name=kopf-scheduler \
         --all-containers --prefix --tail=-1 > "$out/scheduler.log" 2>&1 || true
     "$KUBECTL" -n "$NAMESPACE" logs -l app.kubernetes.io/name=kopf-scheduler \
@@ -101,8 +106,14 @@ log "building $IMAGE"
 log "loading $IMAGE into the nodes"
 "$KIND" load docker-image "$IMAGE" --name "$CLUSTER_NAME"
 
-log "deploying e2e/kind/overlay"
-"$KUBECTL" apply -k "$ROOT/e2e/kind/overlay"
+log "installing charts/kopf-scheduler as release $RELEASE"
+# The chart leaves the namespace to the admin: label it like manifests/base/namespace.yaml, so
+# admission holds the scheduler's pods to the restricted Pod Security level.
+"$KUBECTL" create namespace "$NAMESPACE" --dry-run=client -o yaml | "$KUBECTL" apply -f -
+"$KUBECTL" label --overwrite namespace "$NAMESPACE" \
+    pod-security.kubernetes.io/enforce=restricted pod-security.kubernetes.io/warn=restricted
+"$HELM" upgrade --install "$RELEASE" "$ROOT/charts/kopf-scheduler" \
+    --namespace "$NAMESPACE" --values "$ROOT/e2e/kind/values.yaml" --wait --timeout 180s
 "$KUBECTL" -n "$NAMESPACE" rollout status deployment/kopf-scheduler --timeout=180s
 
 log "waiting for a replica to hold the Lease $NAMESPACE/kopf-scheduler"

@@ -1,4 +1,4 @@
-"""Command line: ``python -m e2e.localcluster up|down|status|env|build|kubectl|...``.
+"""Command line: ``python -m e2e.localcluster up|down|status|env|build|helm|kubectl|...``.
 
 Run from the repository root. The state directory defaults to
 ``~/.cache/kopf-scheduler/cluster`` and can be moved with ``LOCALCLUSTER_DIR``.
@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("status", help="print the recorded processes and their health (JSON)")
     commands.add_parser("env", help="print `export KUBECONFIG=...` for eval")
     commands.add_parser("build", help="only build the binaries that are missing")
+    commands.add_parser("helm", help="build helm if it is missing and print its path")
     commands.add_parser("start-kube-scheduler", help="start upstream kube-scheduler")
     commands.add_parser("stop-kube-scheduler", help="stop upstream kube-scheduler")
     kubectl = commands.add_parser("kubectl", help="run the built kubectl as the admin")
@@ -58,6 +59,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"binaries ready in {time.monotonic() - started:.0f}s:", file=sys.stderr)
         for path in bins.all():
             print(path)
+        return 0
+    if args.command == "helm":
+        print(build.ensure_helm(sys.stderr))
         return 0
     if args.command == "up":
         cluster = LocalCluster.up(

@@ -11,6 +11,8 @@ versions, so they are compiled from their Go modules:
 * etcd's ``server`` module also carries ``replace`` directives, so a tiny wrapper ``main``
   calls ``etcdmain.Main`` from the published module.
 * kwok has no ``replace`` directives and installs with plain ``go install``.
+* helm (not part of the cluster: the chart tests use it) installs the same way, with the
+  version ldflags of helm's own Makefile. ``ensure_helm`` builds it on its own.
 
 Binaries land in ``<cache>/bin/<component>-v<version>/``; GOMODCACHE and GOCACHE live in
 ``<cache>/go/`` and are shared by all versions (both are content-addressed). Each binary is
@@ -150,22 +152,57 @@ class _Builder:
     # -- kwok ----------------------------------------------------------------------------
 
     def kwok(self, target: Path) -> None:
+        with self.timed(f"kwok v{v.KWOK_VERSION}"):
+            self._install(f"sigs.k8s.io/kwok/cmd/kwok@v{v.KWOK_VERSION}", target, ["-s", "-w"])
+
+    # -- helm ----------------------------------------------------------------------------
+
+    def helm(self, target: Path) -> None:
+        version = f"v{v.HELM_VERSION}"
+        module = f"helm.sh/helm/v3@{version}"
+        package = "helm.sh/helm/v3/internal/version"
+        ldflags = [
+            "-s",
+            "-w",
+            f"-X {package}.version={version}",
+            f"-X {package}.gitTreeState=clean",
+        ]
+        with self.timed(f"helm {version}"):
+            # As helm's Makefile: the Kubernetes version that `helm template` and `helm lint`
+            # assume (default v1.20) follows the client-go module helm is built with.
+            major, minor = self._helm_kube_version(module, target.parent)
+            for assumer in ("helm.sh/helm/v3/pkg/chartutil", "helm.sh/helm/v3/pkg/lint/rules"):
+                ldflags += [f"-X {assumer}.k8sVersionMajor={major}"]
+                ldflags += [f"-X {assumer}.k8sVersionMinor={minor}"]
+            self._install(f"helm.sh/helm/v3/cmd/helm@{version}", target, ldflags)
+
+    def _helm_kube_version(self, module: str, cwd: Path) -> tuple[str, str]:
+        """(major, minor) of Kubernetes for the k8s.io/client-go v0.<minor> that helm requires."""
+        info = json.loads(self.go(["mod", "download", "-json", module], cwd))
+        for line in Path(info["GoMod"]).read_text(encoding="utf-8").splitlines():
+            words = line.split()
+            if len(words) >= 2 and words[0] == "k8s.io/client-go":
+                _, minor, _ = words[1].removeprefix("v").split(".", 2)
+                return "1", minor
+        raise BuildError(f"{module} requires no k8s.io/client-go")
+
+    def _install(self, package_at_version: str, target: Path, ldflags: list[str]) -> None:
+        """``go install`` one command into a scratch GOBIN, then move it to ``target``."""
         gobin = target.parent / ".gobin"
         shutil.rmtree(gobin, ignore_errors=True)
-        with self.timed(f"kwok v{v.KWOK_VERSION}"):
-            self.go(
-                [
-                    "install",
-                    *self.jobs,
-                    "-trimpath",
-                    "-ldflags=-s -w",
-                    f"sigs.k8s.io/kwok/cmd/kwok@v{v.KWOK_VERSION}",
-                ],
-                target.parent,
-                {"GOBIN": str(gobin)},
-            )
-            (gobin / "kwok").replace(target)
-            shutil.rmtree(gobin, ignore_errors=True)
+        self.go(
+            [
+                "install",
+                *self.jobs,
+                "-trimpath",
+                f"-ldflags={' '.join(ldflags)}",
+                package_at_version,
+            ],
+            target.parent,
+            {"GOBIN": str(gobin)},
+        )
+        (gobin / target.name).replace(target)
+        shutil.rmtree(gobin, ignore_errors=True)
 
     # -- kubernetes ----------------------------------------------------------------------
 
@@ -281,3 +318,21 @@ def ensure_built(log: TextIO | None = None) -> Binaries:
     if still_missing:
         raise BuildError(f"build finished but binaries are missing: {still_missing}")
     return bins
+
+
+def helm_binary() -> Path:
+    return v.helm_bin_dir() / "helm"
+
+
+def ensure_helm(log: TextIO | None = None) -> Path:
+    """Build helm when it is missing and return its path."""
+    target = helm_binary()
+    if os.access(target, os.X_OK):
+        return target
+    if shutil.which("go") is None:
+        raise BuildError("`go` is not on PATH; it is needed to build helm")
+    with _build_lock():
+        if not os.access(target, os.X_OK):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _Builder(log or sys.stderr).helm(target)
+    return target

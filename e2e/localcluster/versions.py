@@ -11,6 +11,9 @@ cluster agree on one set of versions.
   etcd v3.6 client).
 * kwok v0.7.0 installs with plain ``go install``; it always gets the explicit stages
   file next to this module, so the move to v0.8.0 (no built-in stages) is only a pin.
+* helm v3.22.0 (for the chart's lint, template and server dry-run tests) is the newest v3
+  release on the proxy; it has no ``replace`` directives, needs Go 1.26 and installs with
+  plain ``go install``.
 
 ``KOPF_SCHEDULER_CACHE`` moves the whole cache (default ``~/.cache/kopf-scheduler``).
 """
@@ -23,6 +26,7 @@ from pathlib import Path
 KUBERNETES_VERSION = "1.34.10"
 ETCD_VERSION = "3.6.16"
 KWOK_VERSION = "0.7.0"
+HELM_VERSION = "3.22.0"
 
 # The 31 staging modules that k8s.io/kubernetes replaces with ./staging/src/k8s.io/<name>.
 # The wrapper module maps each of them to the published v0.<minor>.<patch> instead.
@@ -88,6 +92,10 @@ def etcd_bin_dir() -> Path:
 
 def kwok_bin_dir() -> Path:
     return cache_root() / "bin" / f"kwok-v{KWOK_VERSION}"
+
+
+def helm_bin_dir() -> Path:
+    return cache_root() / "bin" / f"helm-v{HELM_VERSION}"
 
 
 def k8s_staging_version() -> str:

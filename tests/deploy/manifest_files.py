@@ -78,7 +78,19 @@ def local_references(directory: Path) -> tuple[set[Path], set[Path]]:
         for entry in spec.get(key) or []:
             target = (directory / entry).resolve()
             (dirs if target.is_dir() else files).add(target)
+    files |= set(generator_files(directory).values())
     return files, dirs
+
+
+def generator_files(directory: Path) -> dict[tuple[str, str], Path]:
+    """{(ConfigMap name, key): file} for every file a kustomization's configMapGenerator reads."""
+    found: dict[tuple[str, str], Path] = {}
+    for generator in kustomization(directory).get("configMapGenerator") or []:
+        for entry in generator.get("files") or []:
+            key, _, source = entry.rpartition("=")
+            path = (directory / source).resolve()
+            found[(generator["name"], key or path.name)] = path
+    return found
 
 
 def by_kind(objects: list[Obj]) -> dict[tuple[str, str], Obj]:

@@ -10,10 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e.localcluster.versions import HELM_VERSION
 
-from tests.deploy.manifest_files import KIND, KIND_OVERLAY, ROOT, kustomization, load_documents
+from tests.deploy.manifest_files import KIND, ROOT, load_documents
 
 RUN_SH = KIND / "run.sh"
+KIND_VALUES = KIND / "values.yaml"
+CHART = ROOT / "charts" / "kopf-scheduler"
 WORKFLOWS = ROOT / ".github" / "workflows"
 
 
@@ -49,18 +52,33 @@ def test_run_sh_is_a_strict_executable_bash_script() -> None:
     assert result.returncode == 0, result.stderr
 
 
-def test_run_sh_builds_loads_and_deploys_the_image_the_overlay_names() -> None:
+def test_kind_values_use_the_loaded_image_and_never_pull() -> None:
+    (values,) = load_documents(KIND_VALUES)
+    assert values == {
+        "scheduler": {
+            "image": {"repository": "kopf-scheduler", "tag": "e2e", "pullPolicy": "Never"}
+        }
+    }
+
+
+def test_run_sh_builds_loads_and_installs_the_image_the_chart_values_name() -> None:
     text = RUN_SH.read_text(encoding="utf-8")
     (image,) = re.findall(r'^IMAGE="([^"]+)"', text, flags=re.MULTILINE)
-    (entry,) = kustomization(KIND_OVERLAY)["images"]
-    assert image == f"{entry['newName']}:{entry['newTag']}"
+    (values,) = load_documents(KIND_VALUES)
+    assert (
+        image
+        == f"{values['scheduler']['image']['repository']}:{values['scheduler']['image']['tag']}"
+    )
+    assert CHART.is_dir()
     for step in (
         'create cluster "${create_args[@]}"',
         '--config "$ROOT/e2e/kind/kind-config.yaml"',
         '"$DOCKER" build',
         '-t "$IMAGE"',
         'load docker-image "$IMAGE" --name "$CLUSTER_NAME"',
-        'apply -k "$ROOT/e2e/kind/overlay"',
+        'upgrade --install "$RELEASE" "$ROOT/charts/kopf-scheduler"',
+        '--namespace "$NAMESPACE" --values "$ROOT/e2e/kind/values.yaml" --wait',
+        "pod-security.kubernetes.io/enforce=restricted",
         "rollout status deployment/kopf-scheduler",
         'E2E_CLUSTER=kind "$PYTHON" -m pytest e2e',
         'export KUBECONFIG="$ARTIFACTS_DIR/kubeconfig"',
@@ -69,14 +87,18 @@ def test_run_sh_builds_loads_and_deploys_the_image_the_overlay_names() -> None:
         "trap on_exit EXIT",
     ):
         assert step in text, step
+    # The release and namespace are what the suite's DeploymentSchedulers drives.
+    assert 'RELEASE="kopf-scheduler"' in text
+    assert 'NAMESPACE="kopf-scheduler"' in text
     order = (
         '"$DOCKER" build',
         '"$KIND" load docker-image',
-        '"$KUBECTL" apply -k',
+        '"$KUBECTL" label --overwrite namespace',
+        '"$HELM" upgrade --install',
         'E2E_CLUSTER=kind "$PYTHON"',
     )
     positions = [text.index(s) for s in order]
-    assert positions == sorted(positions), "build, load, apply, test: in that order"
+    assert positions == sorted(positions), "build, load, label, install, test: in that order"
 
 
 def test_shellcheck_passes_on_run_sh() -> None:
@@ -111,6 +133,18 @@ def test_kind_workflow_runs_the_script_with_a_pinned_kind() -> None:
     assert re.fullmatch(r"v\d+\.\d+\.\d+", doc["env"]["KIND_VERSION"])
     assert step["with"]["version"] == "${{ env.KIND_VERSION }}"
     assert doc["permissions"] == {"contents": "read"}
+
+
+def test_kind_workflow_installs_the_helm_the_chart_tests_use() -> None:
+    doc = workflow("kind-e2e.yaml")
+    assert doc["env"]["HELM_VERSION"] == f"v{HELM_VERSION}"
+    (step,) = [
+        step
+        for job in doc["jobs"].values()
+        for step in job["steps"]
+        if step.get("uses", "").startswith("azure/setup-helm@")
+    ]
+    assert step["with"]["version"] == "${{ env.HELM_VERSION }}"
 
 
 @pytest.mark.parametrize("name", ["ci.yaml", "kind-e2e.yaml"])

@@ -1,0 +1,410 @@
+"""The chart's objects: what each value combination must produce, beyond the goldens.
+
+The chart and the kustomize manifests deploy the same scheduler, so the RBAC and the
+Deployment's essentials are compared with ``manifests/base``. helm runs from the cache and the
+tests skip when it is not built (``make helm``).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kopf_scheduler.config.loader import parse_config
+from kopf_scheduler.config.types import SchedulerConfig
+from tests.chart.helm import (
+    CHART,
+    Case,
+    Obj,
+    case_params,
+    one,
+    render,
+    run_helm,
+    template_result,
+)
+from tests.deploy.manifest_files import base_objects, deployment_container, iter_rules
+
+DEFAULT = Case("default")
+SELECTOR = {
+    "app.kubernetes.io/name": "kopf-scheduler",
+    "app.kubernetes.io/instance": "kopf-scheduler",
+    "app.kubernetes.io/component": "scheduler",
+}
+
+
+def chart_metadata() -> Obj:
+    loaded = yaml.safe_load((CHART / "Chart.yaml").read_text(encoding="utf-8"))
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+def configuration(objects: dict[tuple[str, str], Obj]) -> SchedulerConfig:
+    (configmap,) = [
+        o for (k, n), o in objects.items() if k == "ConfigMap" and n.endswith("-config")
+    ]
+    return parse_config(yaml.safe_load(configmap["data"]["config.yaml"]))
+
+
+def pod_spec(objects: dict[tuple[str, str], Obj]) -> Obj:
+    spec: Obj = one(objects, "Deployment")["spec"]["template"]["spec"]
+    return spec
+
+
+def checksum(overrides: dict[str, Any]) -> str:
+    deployment = one(render(DEFAULT, overrides), "Deployment")
+    value: str = deployment["spec"]["template"]["metadata"]["annotations"]["checksum/config"]
+    return value
+
+
+# --- the chart itself -------------------------------------------------------------------------
+
+
+def test_app_version_is_the_package_version() -> None:
+    assert chart_metadata()["appVersion"] == importlib.metadata.version("kopf-scheduler")
+
+
+def test_chart_is_a_helm_3_application_chart() -> None:
+    metadata = chart_metadata()
+    assert metadata["apiVersion"] == "v2"
+    assert metadata["type"] == "application"
+    assert metadata["name"] == CHART.name
+    json.loads((CHART / "values.schema.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("case", case_params())
+def test_lint_is_clean(case: Case) -> None:
+    result = run_helm(
+        "lint", "--strict", CHART, "--namespace", case.namespace, "--values", case.values_file
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "[WARNING]" not in result.stdout
+    assert "[ERROR]" not in result.stdout
+
+
+# --- every combination --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", case_params())
+def test_configuration_passes_the_project_loader_and_names_the_lease_after_the_scheduler(
+    case: Case,
+) -> None:
+    objects = render(case)
+    config = configuration(objects)
+    name = case.values().get("scheduler", {}).get("name", "kopf-scheduler")
+    assert config.profiles[0].scheduler_name == name
+    election = config.leader_election
+    assert (election.resource_name, election.resource_namespace) == (name, case.namespace)
+    container = deployment_container(one(objects, "Deployment"))
+    assert container["args"][:3] == ["run", "--config", "/etc/kopf-scheduler/config.yaml"]
+
+
+@pytest.mark.parametrize("case", case_params())
+def test_every_object_is_labelled_and_in_the_release_namespace(case: Case) -> None:
+    for (kind, name), obj in render(case).items():
+        labels = obj["metadata"]["labels"]
+        assert labels["app.kubernetes.io/instance"] == case.release, (kind, name)
+        assert labels["app.kubernetes.io/managed-by"] == "Helm", (kind, name)
+        assert labels["app.kubernetes.io/version"] == chart_metadata()["appVersion"]
+        if kind in ("ClusterRole", "ClusterRoleBinding"):
+            assert "namespace" not in obj["metadata"]
+        elif not (kind == "ConfigMap" and name.endswith("-dashboard")):
+            assert obj["metadata"]["namespace"] == case.namespace, (kind, name)
+
+
+@pytest.mark.parametrize("case", case_params())
+def test_selectors_agree_and_never_carry_the_version(case: Case) -> None:
+    objects = render(case)
+    deployment = one(objects, "Deployment")
+    selector = deployment["spec"]["selector"]["matchLabels"]
+    assert set(selector) == set(SELECTOR)
+    assert selector.items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
+    assert one(objects, "Service")["spec"]["selector"] == selector
+    for kind, path in (
+        ("PodDisruptionBudget", ("spec", "selector", "matchLabels")),
+        ("NetworkPolicy", ("spec", "podSelector", "matchLabels")),
+        ("ServiceMonitor", ("spec", "selector", "matchLabels")),
+    ):
+        for (found, _), obj in objects.items():
+            if found == kind:
+                for key in path:
+                    obj = obj[key]
+                assert obj == selector, kind
+
+
+# --- the same scheduler as manifests/base ------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", case_params())
+def test_cluster_role_is_the_manifests_cluster_role(case: Case) -> None:
+    manifests = [o for (k, _), o in base_objects().items() if k == "ClusterRole"]
+    assert one(render(case), "ClusterRole")["rules"] == manifests[0]["rules"]
+
+
+@pytest.mark.parametrize("case", case_params())
+def test_lease_role_is_the_manifests_one_for_the_scheduler_name(case: Case) -> None:
+    objects = render(case)
+    if not case.values().get("scheduler", {}).get("leaderElect", True):
+        assert not [k for k in objects if k[0] in ("Role", "RoleBinding")]
+        return
+    name = configuration(objects).leader_election.resource_name
+    (manifests,) = [o for (k, _), o in base_objects().items() if k == "Role"]
+    expected = {(g, r, v, (name,) if n else ()) for g, r, v, n in iter_rules(manifests)}
+    role = one(objects, "Role")
+    assert set(iter_rules(role)) == expected
+    binding = one(objects, "RoleBinding")
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    account = one(objects, "ServiceAccount")["metadata"]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": account["name"], "namespace": account["namespace"]}
+    ]
+    assert one(objects, "ClusterRoleBinding")["subjects"] == binding["subjects"]
+    assert pod_spec(objects)["serviceAccountName"] == account["name"]
+
+
+def test_default_deployment_runs_as_the_manifests_do() -> None:
+    objects = render(DEFAULT)
+    chart = one(objects, "Deployment")
+    (manifests,) = [o for (k, _), o in base_objects().items() if k == "Deployment"]
+    for key in ("replicas", "strategy", "revisionHistoryLimit"):
+        assert chart["spec"][key] == manifests["spec"][key], key
+    ours, theirs = chart["spec"]["template"]["spec"], manifests["spec"]["template"]["spec"]
+    for key in ("priorityClassName", "terminationGracePeriodSeconds", "securityContext"):
+        assert ours[key] == theirs[key], key
+    container, reference = deployment_container(chart), deployment_container(manifests)
+    for key in ("securityContext", "resources", "volumeMounts"):
+        assert container[key] == reference[key], key
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert container[probe]["httpGet"]["path"] == reference[probe]["httpGet"]["path"]
+    assert container["ports"][0]["containerPort"] == reference["ports"][0]["containerPort"]
+    assert [v.get("emptyDir") for v in ours["volumes"]] == [
+        v.get("emptyDir") for v in theirs["volumes"]
+    ]
+    (spread,) = ours["topologySpreadConstraints"]
+    (reference_spread,) = theirs["topologySpreadConstraints"]
+    assert {k: v for k, v in spread.items() if k != "labelSelector"} == {
+        k: v for k, v in reference_spread.items() if k != "labelSelector"
+    }
+    budget = one(objects, "PodDisruptionBudget")["spec"]
+    assert (
+        budget["maxUnavailable"]
+        == base_objects()[("PodDisruptionBudget", "kopf-scheduler")]["spec"]["maxUnavailable"]
+    )
+
+
+# --- single values ------------------------------------------------------------------------------
+
+
+def test_a_config_change_changes_the_checksum_and_nothing_else_does() -> None:
+    default = checksum({})
+    assert checksum({"pluginConfig": [{"name": "NodeResourcesFit", "args": {}}]}) != default
+    assert checksum({"kopfScheduler": {"nominationHygiene": False}}) != default
+    assert checksum({"scheduler": {"replicaCount": 3}}) == default
+    assert checksum({"scheduler": {"image": {"tag": "9.9.9"}}}) == default
+
+
+@pytest.mark.parametrize(
+    ("image", "expected"),
+    [
+        pytest.param(
+            {},
+            f"ghcr.io/kopf-scheduler/kopf-scheduler:{importlib.metadata.version('kopf-scheduler')}",
+            id="app-version",
+        ),
+        pytest.param({"tag": "1.2.3"}, "ghcr.io/kopf-scheduler/kopf-scheduler:1.2.3", id="tag"),
+        pytest.param(
+            {"repository": "r.example/ks", "tag": "1.2.3", "digest": "sha256:" + "ab" * 32},
+            "r.example/ks@sha256:" + "ab" * 32,
+            id="digest-wins",
+        ),
+    ],
+)
+def test_image_reference(image: Obj, expected: str) -> None:
+    container = deployment_container(
+        one(render(DEFAULT, {"scheduler": {"image": image}}), "Deployment")
+    )
+    assert container["image"] == expected
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "expected"),
+    [
+        pytest.param({}, "preferredDuringSchedulingIgnoredDuringExecution", id="soft"),
+        pytest.param(
+            {"podAntiAffinity": "hard"}, "requiredDuringSchedulingIgnoredDuringExecution", id="hard"
+        ),
+        pytest.param({"podAntiAffinity": "none"}, None, id="none"),
+        pytest.param(
+            {"affinity": {"nodeAffinity": {"x": 1}}, "podAntiAffinity": "hard"},
+            "custom",
+            id="custom",
+        ),
+    ],
+)
+def test_anti_affinity_over_nodes(scheduler: Obj, expected: str | None) -> None:
+    affinity = pod_spec(render(DEFAULT, {"scheduler": scheduler})).get("affinity")
+    if expected is None:
+        assert affinity is None
+        return
+    if expected == "custom":
+        assert affinity == scheduler["affinity"]
+        return
+    (rule,) = affinity["podAntiAffinity"][expected]
+    term = rule.get("podAffinityTerm", rule)
+    assert term == {
+        "topologyKey": "kubernetes.io/hostname",
+        "labelSelector": {"matchLabels": SELECTOR},
+    }
+
+
+def test_spread_constraints_get_the_pod_selector_unless_they_have_one() -> None:
+    own = {"matchLabels": {"team": "a"}}
+    constraints = [
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"},
+        {
+            "maxSkew": 2,
+            "topologyKey": "rack",
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": own,
+        },
+    ]
+    spec = pod_spec(render(DEFAULT, {"scheduler": {"topologySpreadConstraints": constraints}}))
+    assert spec["topologySpreadConstraints"] == [
+        {**constraints[0], "labelSelector": {"matchLabels": SELECTOR}},
+        constraints[1],
+    ]
+
+
+def test_network_policy_admits_the_health_port_and_reaches_the_api_server() -> None:
+    objects = render(DEFAULT, {"networkPolicy": {"enabled": True}})
+    policy = one(objects, "NetworkPolicy")["spec"]
+    assert policy["policyTypes"] == ["Ingress", "Egress"]
+    (ingress,) = policy["ingress"]
+    assert ingress == {"ports": [{"port": "http-metrics", "protocol": "TCP"}]}
+    (egress,) = policy["egress"]
+    assert egress == {
+        "ports": [{"port": 443, "protocol": "TCP"}, {"port": 6443, "protocol": "TCP"}]
+    }
+    assert deployment_container(one(objects, "Deployment"))["ports"][0]["name"] == "http-metrics"
+
+
+def test_opt_in_objects_are_absent_by_default() -> None:
+    kinds = {kind for kind, _ in render(DEFAULT)}
+    assert kinds == {
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "ConfigMap",
+        "Deployment",
+        "Service",
+        "PodDisruptionBudget",
+    }
+
+
+# --- the dashboard and alert rules in the chart -------------------------------------------------
+
+
+def test_prometheus_rule_carries_the_chart_alert_rules_untouched() -> None:
+    source = CHART / "files" / "alerts.yaml"
+    if not source.is_file():
+        pytest.skip(f"{source.relative_to(CHART.parent.parent)} is not in the chart yet")
+    rule = one(render(DEFAULT, {"prometheusRule": {"enabled": True}}), "PrometheusRule")
+    assert rule["spec"]["groups"] == yaml.safe_load(source.read_text(encoding="utf-8"))["groups"]
+
+
+def test_dashboard_config_map_carries_the_chart_dashboard_untouched() -> None:
+    source = CHART / "files" / "dashboard.json"
+    if not source.is_file():
+        pytest.skip(f"{source.relative_to(CHART.parent.parent)} is not in the chart yet")
+    objects = render(DEFAULT, {"grafanaDashboard": {"enabled": True}})
+    (dashboard,) = [
+        o for (k, n), o in objects.items() if k == "ConfigMap" and n.endswith("-dashboard")
+    ]
+    assert json.loads(dashboard["data"]["kopf-scheduler.json"]) == json.loads(source.read_text())
+
+
+# --- values that would deploy a broken scheduler -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        pytest.param(
+            {"scheduler": {"name": "kube-scheduler"}},
+            "scheduler.name must not be kube-scheduler: it names the leader-election Lease",
+            id="lease-of-the-default-scheduler",
+        ),
+        pytest.param(
+            {"scheduler": {"leaderElect": False}},
+            "scheduler.replicaCount above 1 needs scheduler.leaderElect=true",
+            id="replicas-without-election",
+        ),
+        pytest.param(
+            {"podDisruptionBudget": {"minAvailable": 1}},
+            "podDisruptionBudget: set exactly one of maxUnavailable and minAvailable",
+            id="budget-both",
+        ),
+        pytest.param(
+            {"podDisruptionBudget": {"maxUnavailable": None}},
+            "podDisruptionBudget: set exactly one of maxUnavailable and minAvailable",
+            id="budget-neither",
+        ),
+        pytest.param(
+            {"schedulerConfig": {"profiles": []}},
+            "schedulerConfig.profiles comes from the values scheduler.name, plugins",
+            id="profiles-in-scheduler-config",
+        ),
+        pytest.param(
+            {"scheduler": {"replicas": 3}},
+            "at '/scheduler': additional properties 'replicas' not allowed",
+            id="unknown-value",
+        ),
+        pytest.param(
+            {"scheduler": {"podAntiAffinity": "maybe"}},
+            "at '/scheduler/podAntiAffinity': value must be one of 'soft', 'hard', 'none'",
+            id="bad-anti-affinity",
+        ),
+        pytest.param(
+            {"scheduler": {"leaderElection": {"leaseDuration": "15"}}},
+            "at '/scheduler/leaderElection/leaseDuration'",
+            id="duration-without-unit",
+        ),
+    ],
+)
+def test_bad_values_fail_with_a_clear_message(overrides: Obj, message: str) -> None:
+    result = template_result(DEFAULT, overrides)
+    assert result.returncode != 0
+    assert message in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        pytest.param(
+            {"prometheusRule": {"enabled": True}},
+            "prometheusRule.enabled needs files/alerts.yaml in the chart, and it is missing",
+            id="rules",
+        ),
+        pytest.param(
+            {"grafanaDashboard": {"enabled": True}},
+            "grafanaDashboard.enabled needs files/dashboard.json in the chart, and it is missing",
+            id="dashboard",
+        ),
+    ],
+)
+def test_opt_ins_without_their_file_fail_with_a_clear_message(
+    overrides: Obj, message: str, tmp_path: Path
+) -> None:
+    copy = tmp_path / CHART.name
+    shutil.copytree(CHART, copy)
+    shutil.rmtree(copy / "files", ignore_errors=True)
+    result = template_result(DEFAULT, overrides, chart=copy)
+    assert result.returncode != 0
+    assert message in result.stderr
