@@ -35,14 +35,14 @@ from kopf_scheduler.model.storage import (
     PersistentVolumeClaim,
 )
 from kopf_scheduler.plugins import node_volume_limits
-from kopf_scheduler.plugins.node_volume_limits import REASON_MAX_VOLUME_COUNT, NodeVolumeLimits
-from kopf_scheduler.plugins.node_volume_limits.csi_translation import (
+from kopf_scheduler.plugins.csi_translation import (
     IN_TREE_PLUGINS,
     TranslationError,
     csi_volume_handle,
     is_migration_on,
     plugin_for_source,
 )
+from kopf_scheduler.plugins.node_volume_limits import REASON_MAX_VOLUME_COUNT, NodeVolumeLimits
 from tests.builders import PodBuilder, make_node, make_pod, node_info
 from tests.storage_builders import (
     make_attachment,
@@ -852,7 +852,7 @@ def test_csi_volume_handle(
             {"pdName": "disk"},
             {"topology.kubernetes.io/zone": "us-central1-a__europe-west1-b"},
             "failed to get region from zones: multiple or no regions gotten from zones, "
-            "got: ['europe-west1', 'us-central1']",
+            "got: map[europe-west1:{} us-central1:{}]",
             id="gce-zones-in-two-regions",
         ),
     ],

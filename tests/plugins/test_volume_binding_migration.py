@@ -12,8 +12,8 @@ from kopf_scheduler.framework.cycle_state import CycleState
 from kopf_scheduler.framework.status import SUCCESS, Code, Status
 from kopf_scheduler.model.storage import CSINode
 from kopf_scheduler.plugins.volume_binding import REASON_NODE_CONFLICT
+from kopf_scheduler.plugins.volume_binding.decisions import node_affinity_on
 from kopf_scheduler.plugins.volume_binding.errors import VolumeBindingError
-from kopf_scheduler.plugins.volume_binding.migration import node_affinity_on
 from tests.builders import make_node, make_pod
 from tests.plugins.volume_binding_support import (
     WAIT,

@@ -13,6 +13,9 @@ from kopf_scheduler.model.taints import Taint
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 REGION_LABEL = "topology.kubernetes.io/region"
+LEGACY_ZONE_LABEL = "failure-domain.beta.kubernetes.io/zone"
+LEGACY_REGION_LABEL = "failure-domain.beta.kubernetes.io/region"
+"""The beta forms of the zone and region labels, still read on nodes and volumes."""
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 

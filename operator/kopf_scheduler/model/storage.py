@@ -34,6 +34,8 @@ BIND_COMPLETED_ANNOTATION = "pv.kubernetes.io/bind-completed"
 BOUND_BY_CONTROLLER_ANNOTATION = "pv.kubernetes.io/bound-by-controller"
 SELECTED_NODE_ANNOTATION = "volume.kubernetes.io/selected-node"
 MIGRATED_PLUGINS_ANNOTATION = "storage.alpha.kubernetes.io/migrated-plugins"
+MULTI_ZONE_DELIMITER = "__"
+"""Separates the zones of a volume's zone label (``a__b``: zone a or zone b)."""
 
 READ_WRITE_ONCE = "ReadWriteOnce"
 READ_ONLY_MANY = "ReadOnlyMany"
@@ -407,8 +409,11 @@ class CSINode(_Meta):
             )
         migrated = self.annotations.get(MIGRATED_PLUGINS_ANNOTATION, "")
         self.migrated_plugins: frozenset[str] = frozenset(
-            part.strip() for part in migrated.split(",") if part.strip()
+            entry for entry in migrated.split(",") if entry
         )
+        """The in-tree plugins the node serves through CSI drivers: the annotation's
+        comma-separated entries exactly as written (the scheduler does not trim them, so
+        ``"a, b"`` lists ``" b"``, not ``"b"``)."""
 
 
 class CSIDriver(_Meta):

@@ -46,22 +46,29 @@ from kopf_scheduler.framework.handle import Handle
 from kopf_scheduler.framework.interfaces import PreFilterExtensions
 from kopf_scheduler.framework.status import SKIP, SUCCESS, Code, Status
 from kopf_scheduler.framework.types import PreFilterResult
-from kopf_scheduler.model.node import REGION_LABEL, ZONE_LABEL
+from kopf_scheduler.model.node import (
+    LEGACY_REGION_LABEL,
+    LEGACY_ZONE_LABEL,
+    REGION_LABEL,
+    ZONE_LABEL,
+)
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.pod_volumes import PERSISTENT_VOLUME_CLAIM
-from kopf_scheduler.model.storage import PersistentVolume, PersistentVolumeClaim, StorageClass
+from kopf_scheduler.model.storage import (
+    MULTI_ZONE_DELIMITER,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
 
 NAME = "VolumeZone"
 REASON_CONFLICT = "node(s) had no available volume zone"
 REASON_NO_VOLUME_NOR_CLASS = "PersistentVolumeClaim had no pv name and storageClass name"
 REASON_NO_VOLUME_NAME = "PersistentVolume had no name"
 
-LEGACY_ZONE_LABEL = "failure-domain.beta.kubernetes.io/zone"
-LEGACY_REGION_LABEL = "failure-domain.beta.kubernetes.io/region"
 TOPOLOGY_LABELS = (LEGACY_ZONE_LABEL, LEGACY_REGION_LABEL, ZONE_LABEL, REGION_LABEL)
 """The labels compared, in the order upstream reads them off a volume."""
 GA_LABEL_OF = {LEGACY_ZONE_LABEL: ZONE_LABEL, LEGACY_REGION_LABEL: REGION_LABEL}
-MULTI_ZONE_DELIMITER = "__"
 
 
 class VolumeTopology:

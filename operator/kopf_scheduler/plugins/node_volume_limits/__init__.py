@@ -2,7 +2,7 @@
 
 The limits come from the node's CSINode; volumes are the claims, generic ephemeral volumes and
 migrated in-tree volumes of the pods on the node, plus the node's VolumeAttachments. In-tree
-plugins migrated to CSI drivers are described in :mod:`.csi_translation`.
+plugins migrated to CSI drivers are described in :mod:`kopf_scheduler.plugins.csi_translation`.
 """
 
 from kopf_scheduler.plugins.node_volume_limits.plugin import (

@@ -8,7 +8,7 @@ CSINode, sets no limit; a count of 0 lets nothing of that driver in.
 Every volume is identified by ``<driver>/<volume handle>``:
 - a claim bound to a CSI PV (``spec.volumeName``, bind completed or not) uses the PV's driver and
   handle; an in-tree PV counts under its CSI driver when the node has migrated its plugin (see
-  :mod:`.csi_translation`), any other PV not at all;
+  :mod:`kopf_scheduler.plugins.csi_translation`), any other PV not at all;
 - a claim without a volume name, or naming a PV not (yet) known, counts under its
   StorageClass's provisioner (or the CSI driver of a migrated in-tree provisioner) with a handle
   made from the claim's namespace and name behind a random per-instance prefix, so that it cannot
@@ -55,7 +55,7 @@ from kopf_scheduler.framework.types import PreFilterResult
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.pod_volumes import EPHEMERAL, PERSISTENT_VOLUME_CLAIM, PodVolume
 from kopf_scheduler.model.storage import CSINode, PersistentVolumeClaim, VolumeAttachment
-from kopf_scheduler.plugins.node_volume_limits.csi_translation import (
+from kopf_scheduler.plugins.csi_translation import (
     TranslationError,
     csi_volume_handle,
     is_migration_on,

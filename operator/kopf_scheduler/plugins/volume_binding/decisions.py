@@ -4,7 +4,9 @@ The answer is the node's :class:`PodVolumes` (the static PVs chosen for claims, 
 provision) or the reasons it does not fit, in upstream's order, several at once if need be:
 
 1. ``node(s) didn't match PersistentVolume's node affinity`` — a bound claim's PV rejects the
-   node (checked in claim order, stopping at the first problem);
+   node (checked in claim order, stopping at the first problem). An in-tree PV on a node that
+   has migrated its plugin to CSI is checked as :mod:`kopf_scheduler.plugins.csi_translation`
+   rewrites it; one the translation refuses is an error, ``could not translate pv: <why>``;
 2. ``node(s) didn't find available persistent volumes to bind`` — a delay-binding claim has no
    fitting PV and cannot be provisioned here, or it already carries the selected-node annotation
    for another node;
@@ -23,14 +25,17 @@ from dataclasses import dataclass
 
 from kopf_scheduler.cache.storage import StorageCache
 from kopf_scheduler.model.node import Node
+from kopf_scheduler.model.selectors import NodeSelector
 from kopf_scheduler.model.storage import (
     SELECTED_NODE_ANNOTATION,
+    CSINode,
     PersistentVolume,
     PersistentVolumeClaim,
 )
+from kopf_scheduler.plugins.csi_translation import TranslationError, migrated_node_affinity
 from kopf_scheduler.plugins.volume_binding.claims import PodVolumeClaims
+from kopf_scheduler.plugins.volume_binding.errors import VolumeBindingError
 from kopf_scheduler.plugins.volume_binding.matching import affinity_admits, find_matching_volume
-from kopf_scheduler.plugins.volume_binding.migration import node_affinity_on
 from kopf_scheduler.plugins.volume_binding.provisioning import DynamicProvision, check_provisioning
 
 REASON_NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
@@ -53,6 +58,19 @@ class PodVolumes:
 
     static_bindings: tuple[StaticBinding, ...] = ()
     dynamic_provisions: tuple[DynamicProvision, ...] = ()
+
+
+def node_affinity_on(volume: PersistentVolume, csi_node: CSINode | None) -> NodeSelector | None:
+    """A bound PV's required node affinity as checked on the node whose CSINode is given: an
+    in-tree PV of a plugin the node has migrated is read as translated for its CSI driver.
+
+    Raises VolumeBindingError (``could not translate pv: ...``) for a volume the translation
+    library refuses.
+    """
+    try:
+        return migrated_node_affinity(volume, csi_node)
+    except TranslationError as error:
+        raise VolumeBindingError(f"could not translate pv: {error}") from error
 
 
 def check_bound_claims(

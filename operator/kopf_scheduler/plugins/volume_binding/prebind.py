@@ -35,10 +35,13 @@ from kopf_scheduler.model.storage import (
     PersistentVolumeClaim,
 )
 from kopf_scheduler.plugins.volume_binding.claims import CLAIM_DESCRIPTION
-from kopf_scheduler.plugins.volume_binding.decisions import PodVolumes, StaticBinding
+from kopf_scheduler.plugins.volume_binding.decisions import (
+    PodVolumes,
+    StaticBinding,
+    node_affinity_on,
+)
 from kopf_scheduler.plugins.volume_binding.errors import VolumeBindingError
 from kopf_scheduler.plugins.volume_binding.matching import affinity_admits
-from kopf_scheduler.plugins.volume_binding.migration import node_affinity_on
 from kopf_scheduler.plugins.volume_binding.reservation import VOLUME_DESCRIPTION
 from kopf_scheduler.ports import ApiError
 
