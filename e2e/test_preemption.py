@@ -3,6 +3,10 @@
 kwok deletes a terminating pod when its grace period ends, like a kubelet, so the victims of
 these scenarios stay visible (terminating, with the DisruptionTarget condition) for their
 grace period, and the preemptor must wait for them to be gone before it is bound.
+
+The scenarios that take ``scheduler_name`` hold kube-scheduler v1.34.10's behaviour:
+``E2E_SCHEDULER=upstream`` runs them against it (``schedulerName: default-scheduler``), the
+default against the project's scheduler.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ from e2e.support.kubectl import (
     is_terminating,
     node_name,
     nominated_node,
+    unschedulable_message,
 )
+from e2e.support.messages import NO_VICTIMS, expected_message
 from e2e.support.polling import holds_for, wait_until
 from e2e.support.schedulers import Schedulers
 from e2e.support.watch import WatchEvent
@@ -241,3 +247,147 @@ def test_higher_priority_preemptor_clears_a_lower_nomination(
         return mid is not None and nominated_node(mid) is None and node_name(mid) is None
 
     assert holds_for(mid_stays_cleared, seconds=2), env.watch.summary()
+
+
+# Scenarios that also run against kube-scheduler v1.34.10 (E2E_SCHEDULER=upstream) -----------
+
+
+def _fill_started_after(
+    env: TestEnv, earlier: list[str], node: str, prefix: str, **kw: Any
+) -> list[str]:
+    """:func:`_fill`, once the clock is past every start time of ``earlier`` (second precision),
+    so that the new pods started strictly later."""
+    started = [_start_time(env, name) for name in earlier]
+    wait_until(
+        lambda: datetime.now(UTC).replace(microsecond=0) > max(started),
+        timeout=5,
+        what="the next second",
+        interval=0.05,
+    )
+    names = _fill(env, node, prefix, **kw)
+    assert min(_start_time(env, name) for name in names) > max(started)
+    return names
+
+
+def _preempted_notes(env: TestEnv, victim: str) -> list[str]:
+    return sorted(str(event["note"]) for event in env.pod_events(victim, "Preempted"))
+
+
+def _assert_victims_of(
+    env: TestEnv, victims: list[str], preemptors: list[Mapping[str, Any]], node: str
+) -> None:
+    """Each victim was preempted by each of ``preemptors``, once, on ``node``."""
+    expected = sorted(f"Preempted by pod {p['metadata']['uid']} on node {node}" for p in preemptors)
+    for victim in victims:
+        wait_until(
+            lambda victim=victim: _preempted_notes(env, victim) == expected,
+            timeout=15,
+            what=f"{victim}'s Preempted events",
+            describe=lambda victim=victim: _preempted_notes(env, victim),
+        )
+
+
+def _bound_after_victims(env: TestEnv, name: str, victims: list[str]) -> WatchEvent:
+    bound = env.watch.bound(name)
+    assert bound is not None, env.watch.summary()
+    for victim in victims:
+        deleted = env.watch.deleted(victim)
+        assert deleted is not None and deleted.index < bound.index, env.watch.summary()
+    return bound
+
+
+def test_burst_of_two_preemptors(env: TestEnv, scheduler_name: str) -> None:
+    """Two preemptors of one priority, created together, each need a whole node.
+
+    The first takes the node whose victims started last (the last tie-breaker of candidate
+    selection), the second the other one, since the first's nomination holds the first node.
+    The first node's victims go quickly: their deletion requeues both preemptors, which pop by
+    priority, and the second, whose own victims still terminate on its nominated node, is told
+    so. Both end on their nominated nodes once their victims are gone.
+    """
+    early_node, late_node = env.create_nodes(2)
+    early = _fill(env, early_node, "early", 2, cpu="2", grace=10, scheduler=scheduler_name)
+    late = _fill_started_after(
+        env, early, late_node, "late", count=2, cpu="2", grace=2, scheduler=scheduler_name
+    )
+    env.create(
+        *(
+            env.pod(name, cpu="4", priority_class="e2e-p100", scheduler=scheduler_name)
+            for name in ("first", "second")
+        )
+    )
+
+    first = env.watch.wait_first(
+        lambda e: nominated_node(e.pod) is not None, name="first", timeout=30, what="nominated"
+    )
+    second = env.watch.wait_first(
+        lambda e: nominated_node(e.pod) is not None, name="second", timeout=30, what="nominated"
+    )
+    assert nominated_node(first.pod) == late_node, env.watch.summary()
+    assert nominated_node(second.pod) == early_node, env.watch.summary()
+
+    assert env.wait_bound("first", timeout=30) == late_node
+    assert env.wait_bound("second", timeout=30) == early_node
+    first_bound = _bound_after_victims(env, "first", late)
+    second_bound = _bound_after_victims(env, "second", early)
+    assert first_bound.index < second_bound.index, env.watch.summary()
+    _assert_victims_of(env, late, [first.pod], late_node)
+    _assert_victims_of(env, early, [second.pod], early_node)
+    waiting = [
+        event
+        for event in env.pod_events("second", "FailedScheduling")
+        if str(event["note"]).endswith(
+            "preemption: not eligible due to a terminating pod on the nominated node."
+        )
+    ]
+    assert waiting, env.pod_events("second")
+
+
+def test_takeover_preempts_terminating_victims_again(
+    kube: Kubectl, env: TestEnv, scheduler_name: str
+) -> None:
+    """A higher preemptor whose victims are all terminating already preempts them again.
+
+    ``mid`` preempts the whole node; while its victims terminate, ``top`` wants the same node.
+    Its victims are the same two pods: they are deleted again and get a second Preempted event,
+    and ``mid``, nominated to the node with a lower priority, loses its nomination right away
+    and learns that the node is taken (``top``'s nomination counts against it). Once the victims
+    are gone, ``top`` is bound and ``mid`` finds nothing it may preempt.
+    """
+    [node] = env.create_nodes(1)
+    lows = _fill(env, node, "low", 2, cpu="2", grace=15, scheduler=scheduler_name)
+    mid_manifest = env.pod("mid", cpu="4", priority_class="e2e-p50", scheduler=scheduler_name)
+    env.create(mid_manifest)
+    mid = env.wait_pod("mid", lambda p: nominated_node(p) == node, timeout=30, what="nominated")
+    for name in lows:
+        env.watch.wait_first(
+            lambda e: is_terminating(e.pod), name=name, timeout=15, what=f"{name} terminating"
+        )
+    env.create(env.pod("top", cpu="4", priority_class="e2e-p100", scheduler=scheduler_name))
+    top = env.wait_pod("top", lambda p: nominated_node(p) == node, timeout=30, what="nominated")
+    _assert_victims_of(env, lows, [mid, top], node)
+
+    taken = expected_message(
+        kube.nodes(), mid_manifest, {node: "Insufficient cpu"}, {node: "Insufficient cpu"}
+    )
+    told = env.watch.wait_first(
+        lambda e: nominated_node(e.pod) is None and unschedulable_message(e.pod) == taken,
+        name="mid",
+        timeout=15,
+        what="mid's nomination cleared, and told the node is taken",
+    )
+    for name in lows:
+        deleted = env.watch.deleted(name)
+        assert deleted is None or told.index < deleted.index, env.watch.summary()
+
+    assert env.wait_bound("top", timeout=30) == node
+    _bound_after_victims(env, "top", lows)
+    no_victims = expected_message(
+        kube.nodes(), mid_manifest, {node: "Insufficient cpu"}, {node: NO_VICTIMS}
+    )
+    env.wait_pod(
+        "mid",
+        lambda p: unschedulable_message(p) == no_victims and nominated_node(p) is None,
+        timeout=15,
+        what="no victims left for mid",
+    )

@@ -87,8 +87,12 @@ class FakeStatusWriter:
     def __init__(self) -> None:
         self.patches: list[tuple[str, dict[str, Any]]] = []
         self.fail: dict[str, Exception] = {}
+        self.on_patch: list[Callable[[Any], None]] = []
+        """Called with the pod when its patch starts."""
 
     async def patch_status(self, pod: Any, patch: PodStatusPatch) -> None:
+        for hook in self.on_patch:
+            hook(pod)
         error = self.fail.get(pod.key)
         if error is not None:
             raise error
@@ -100,8 +104,6 @@ class FakeDeleter:
         self.store = store
         self.deleted: list[str] = []
         self.fail: dict[str, Exception] = {}
-        self.mark_terminating = False
-        """Instead of removing the pod from the store, give it a deletionTimestamp."""
         self.on_delete: list[Callable[[Pod], None]] = []
         """Called with the victim when its deletion starts (before the store changes)."""
 
@@ -112,12 +114,7 @@ class FakeDeleter:
         if error is not None:
             raise error
         self.deleted.append(pod.key)
-        if self.mark_terminating:
-            raw = dict(pod.raw)
-            raw["metadata"] = {**raw["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"}
-            self.store[pod.key] = Pod(raw)
-        else:
-            self.store.pop(pod.key, None)
+        self.store.pop(pod.key, None)
 
 
 class FakeRecorder:

@@ -138,14 +138,41 @@ def test_existing_identical_condition_is_not_patched_again() -> None:
     assert env.deleter.deleted == ["default/v1"]
 
 
-def test_terminating_victims_get_no_api_calls() -> None:
-    env = _env([_victim("gone", terminating=True), _victim("v1")], asynchronous=False)
+MARKED = {
+    "type": "DisruptionTarget",
+    "status": "True",
+    "reason": "PreemptionByScheduler",
+    "message": "default-scheduler: preempting to accommodate a higher priority pod",
+}
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize(
+    ("condition", "patched"),
+    [
+        pytest.param(MARKED, False, id="marked-by-an-earlier-preemption"),
+        pytest.param(None, True, id="terminating-for-another-reason"),
+    ],
+)
+async def test_terminating_victims_are_preempted_again(
+    asynchronous: bool, condition: dict[str, str] | None, patched: bool
+) -> None:
+    """A victim already terminating is deleted again and gets a second Preempted event; only
+    the DisruptionTarget condition is not written twice."""
+    terminating = _victim("terminating", MID, terminating=True)
+    if condition is not None:
+        terminating = terminating.condition(
+            condition["type"], condition["status"], condition["reason"], condition["message"]
+        )
+    env = _env([terminating, _victim("v1")], asynchronous=asynchronous)
     _, status, state = env.post_filter(_preemptor())
+    await env.run_spawned()
     assert status.is_success()
-    assert state.read(PREEMPTION_RECORD).victims == ("default/gone", "default/v1")
-    assert env.deleter.deleted == ["default/v1"]
-    assert env.patches_of("default/gone") == []
-    assert [e.regarding.name for e in env.recorder.events] == ["v1"]
+    assert state.read(PREEMPTION_RECORD).victims == ("default/terminating", "default/v1")
+    assert env.deleter.deleted == ["default/terminating", "default/v1"]
+    expected_patches = [{"status": {"conditions": [CONDITION]}}] if patched else []
+    assert env.patches_of("default/terminating") == expected_patches
+    assert [e.regarding.name for e in env.recorder.events] == ["terminating", "v1"]
 
 
 @pytest.mark.parametrize(
@@ -250,7 +277,8 @@ async def test_async_preemption_gates_until_done() -> None:
     assert sorted(env.deleter.deleted) == ["default/v1", "default/v2", "default/v3"]
     # The last victim (least important: v3) is deleted last, after the others.
     assert env.deleter.deleted[-1] == "default/v3"
-    assert gate_during_delete == [("v2", True), ("v1", True), ("v3", True)]
+    # Gated while the others go; open before the last victim's API calls.
+    assert gate_during_delete == [("v2", True), ("v1", True), ("v3", False)]
     assert env.patches_of(low.key) == [CLEAR_NOMINATION]
     assert {e.regarding.name for e in env.recorder.events} == {"v1", "v2", "v3"}
     assert env.plugin.pre_enqueue(preemptor).is_success()
@@ -304,17 +332,20 @@ async def test_async_failure_reactivates_the_preemptor(
     assert env.plugin.pre_enqueue(preemptor).is_success()
 
 
-async def test_async_all_victims_terminating_starts_nothing() -> None:
+async def test_async_all_victims_terminating_preempts_them_again() -> None:
     env = _env([_victim("v1", terminating=True), _victim("v2", terminating=True)])
     preemptor = _preemptor()
     low = _nominate(env, "low", LOW)
     result, status, _ = env.post_filter(preemptor)
     assert status.is_success()
     assert result == PostFilterResult(NominatingInfo.override("node1"))
-    assert env.spawned == []
+    assert len(env.spawned) == 1
+    assert env.plugin.pre_enqueue(preemptor) == GATED
+    await env.run_spawned()
+    assert env.deleter.deleted == ["default/v1", "default/v2"]
+    assert [e.regarding.name for e in env.recorder.events] == ["v1", "v2"]
+    assert env.patches_of(low.key) == [CLEAR_NOMINATION]
     assert env.plugin.pre_enqueue(preemptor).is_success()
-    # Upstream quirk kept: nothing to delete, so lower-priority nominations stay.
-    assert env.patches_of(low.key) == []
     assert env.metrics.observed(METRIC_PREEMPTION_VICTIMS) == [2]
 
 
@@ -335,49 +366,50 @@ def test_spawn_failure_is_an_error_and_not_gated() -> None:
 
 
 @pytest.mark.parametrize(
-    ("preempting", "last_victim", "victim_state", "gated"),
+    ("preempting", "gated"),
     [
-        pytest.param(False, None, None, False, id="not-preempting"),
-        pytest.param(True, None, None, True, id="preempting-no-last-victim-yet"),
-        pytest.param(True, "default/last", "running", True, id="last-victim-still-running"),
-        pytest.param(True, "default/last", "terminating", False, id="last-victim-terminating"),
-        pytest.param(True, "default/last", "gone", False, id="last-victim-gone"),
+        pytest.param(False, False, id="not-preempting"),
+        pytest.param(True, True, id="preempting"),
     ],
 )
-def test_is_pod_running_preemption(
-    preempting: bool, last_victim: str | None, victim_state: str | None, gated: bool
-) -> None:
+def test_is_pod_running_preemption(preempting: bool, gated: bool) -> None:
     env = _env([])
     preemptor = _preemptor()
     executor = env.plugin.evaluator.executor
     if preempting:
         executor.preempting.add(preemptor.uid)
-    if last_victim is not None:
-        executor.last_victims[preemptor.uid] = last_victim
-    if victim_state == "running":
-        env.add_pod(make_pod("last").pod())
-    elif victim_state == "terminating":
-        env.add_pod(make_pod("last").terminating().pod())
     assert executor.is_pod_running_preemption(preemptor.uid) is gated
     assert env.plugin.pre_enqueue(preemptor) == (GATED if gated else Status(Code.SUCCESS))
 
 
-async def test_gate_opens_once_the_last_victim_is_terminating() -> None:
-    env = _env([_victim("v1"), _victim("v2", MID)])
-    env.deleter.mark_terminating = True
+@pytest.mark.parametrize(
+    "victim_names",
+    [
+        pytest.param(["v1"], id="single-victim"),
+        pytest.param(["v1", "v2", "v3"], id="three-victims"),
+    ],
+)
+async def test_gate_opens_before_the_last_victims_api_calls(victim_names: list[str]) -> None:
+    """The preemptor leaves the preempting set before its last victim is patched and deleted,
+    so the deletion of that victim, whenever it is seen, finds the preemptor ungated."""
+    env = _env([_victim(name, MID - index) for index, name in enumerate(victim_names)])
     preemptor = _preemptor()
-    seen: list[bool] = []
+    gated_at: list[tuple[str, str, bool]] = []
 
-    class Recorder:
-        def record(self, event: Any) -> None:
-            # The event of the last victim is recorded after its deletion, while the preemptor
-            # is still marked as preempting: the gate must already be open.
-            seen.append(env.plugin.pre_enqueue(preemptor).is_success())
+    def record(verb: str) -> Any:
+        return lambda victim: gated_at.append(
+            (verb, victim.name, not env.plugin.pre_enqueue(preemptor).is_success())
+        )
 
-    env.handle.event_recorder = Recorder()
+    env.writer.on_patch.append(record("patch"))
+    env.deleter.on_delete.append(record("delete"))
     env.post_filter(preemptor)
+    assert env.plugin.pre_enqueue(preemptor) == GATED
     await env.run_spawned()
-    assert seen == [False, True]
+    last = victim_names[-1]
+    assert sorted(gated_at) == sorted(
+        [(verb, name, name != last) for name in victim_names for verb in ("patch", "delete")]
+    )
 
 
 async def test_waiting_pod_victim_is_rejected_without_api_calls() -> None:

@@ -48,6 +48,7 @@ from kopf_scheduler.model.storage import (
     VolumeAttachment,
     resource_version_newer,
 )
+from kopf_scheduler.queue.scheduling_queue import priority_at_most
 from kopf_scheduler.scheduler.failure import invalid_pod_message
 from kopf_scheduler.scheduler.loop import Scheduler
 
@@ -56,6 +57,9 @@ logger = structlog.get_logger("kopf_scheduler.informer")
 ADDED = "ADDED"
 MODIFIED = "MODIFIED"
 DELETED = "DELETED"
+
+WAITING_POD_REMOVED = "removed"
+"""The rejection a pod waiting at Permit gets when it is deleted (or bound elsewhere)."""
 
 _NODE_UPDATE_LABELS = {
     ActionType.UPDATE_NODE_ALLOCATABLE: "NodeAllocatableChange",
@@ -455,8 +459,9 @@ class EventHandlers:
         cache = self.scheduler.cache
         queue = self.scheduler.queue
         if old is not None and not old.node_name:
-            # It was pending and is now bound (by us, or by someone else): leave the queue.
-            queue.delete(old)
+            # It was pending and is now bound (by us, or by someone else): to the queue, that
+            # is the pending pod leaving, as if deleted.
+            self._unscheduled_pod_gone(old)
             old = None
         self.scheduler.nominations.bound(pod)
         if old is None:
@@ -475,30 +480,33 @@ class EventHandlers:
             return
         queue.update(old, pod)
         if old.nominated_node_name and old.nominated_node_name != pod.nominated_node_name:
-            priority = old.priority
             queue.move_all_to_active_or_backoff_queue(
-                ASSIGNED_POD_DELETE, old, None, lambda p: p.priority <= priority
+                ASSIGNED_POD_DELETE, old, None, priority_at_most(old.priority)
             )
 
     def _pod_gone(self, old: Pod) -> None:
-        cache = self.scheduler.cache
-        queue = self.scheduler.queue
         if old.node_name:
-            cache.remove_pod(old)
-            queue.assigned_pod_deleted(old)
+            self.scheduler.cache.remove_pod(old)
+            self.scheduler.queue.assigned_pod_deleted(old)
             return
-        if old.scheduler_name not in self.scheduler.profiles:
+        self._unscheduled_pod_gone(old)
+
+    def _unscheduled_pod_gone(self, old: Pod) -> None:
+        """A pending pod of ours left the queue: deleted, or bound (upstream's
+        ``deletePodFromSchedulingQueue``).
+
+        A pod rejected while waiting at Permit held room in the cache: every unschedulable pod
+        may retry. A pod that carried a nomination held room for the pods of equal or lower
+        priority: those may retry. An assumed pod stays in the cache until its binding fails.
+        """
+        framework = self.scheduler.profiles.get(old.scheduler_name)
+        if framework is None:
             return
+        queue = self.scheduler.queue
         queue.delete(old)
-        if cache.is_assumed(old):
-            assumed = cache.get_pod(old.uid)
-            if assumed is not None:
-                framework = self.scheduler.profiles[old.scheduler_name]
-                if not framework.reject_waiting_pod(old.uid, "pod deleted"):
-                    cache.forget_pod(assumed)
+        if framework.reject_waiting_pod(old.uid, WAITING_POD_REMOVED):
             queue.move_all_to_active_or_backoff_queue(ASSIGNED_POD_DELETE, old, None)
         elif old.nominated_node_name:
-            priority = old.priority
             queue.move_all_to_active_or_backoff_queue(
-                ASSIGNED_POD_DELETE, old, None, lambda p: p.priority <= priority
+                ASSIGNED_POD_DELETE, old, None, priority_at_most(old.priority)
             )

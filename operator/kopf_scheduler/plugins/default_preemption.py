@@ -6,9 +6,9 @@ does, so a FailedScheduling event reads e.g. ``0/3 nodes are available: 3 Insuff
 preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.``
 
 With asynchronous preemption (the default, as upstream since v1.33) the plugin is also a
-PreEnqueue plugin: a preemptor whose victims are still being deleted waits, gated, instead of
-retrying too early. It registers assigned-pod deletion with a hint that always says QueueSkip:
-the plugins that rejected the pod decide when it retries.
+PreEnqueue plugin: a preemptor waits, gated, while its background preemption runs, up to the API
+call for its last victim, instead of retrying too early. It registers assigned-pod deletion with
+a hint that always says QueueSkip: the plugins that rejected the pod decide when it retries.
 
 Arguments (``DefaultPreemptionArgs``): ``minCandidateNodesPercentage`` (default 10, 0–100) and
 ``minCandidateNodesAbsolute`` (default 100, ≥ 0; not both 0) bound how many candidate nodes the

@@ -18,13 +18,15 @@ longer fit), so they look for another node sooner.
 Two ways to run it, as upstream (gate SchedulerAsyncPreemption, on by default since v1.33):
 
 asynchronous (default)
-    PostFilter filters out victims that are already terminating (none left: nothing to do,
-    nominations untouched), marks the preemptor as *preempting* and hands a coroutine to
-    ``handle.spawn``. The coroutine clears the nominations, preempts all victims but the last
-    concurrently, registers the last victim, preempts it, and unmarks the preemptor. Any failure
-    re-activates the preemptor so it cannot stay parked in the unschedulable pool. While the
-    preemptor is marked, DefaultPreemption's PreEnqueue keeps it out of the active queue, until
-    the last victim is gone or terminating.
+    PostFilter marks the preemptor as *preempting* and hands a coroutine to ``handle.spawn``.
+    The coroutine clears the nominations, preempts all victims but the last concurrently,
+    unmarks the preemptor and only then preempts the last victim, so that the last victim's
+    deletion (and anything after it) finds the preemptor ungated and can requeue it together
+    with the other pods waiting for room. Any failure re-activates the preemptor so it cannot
+    stay parked in the unschedulable pool. While the preemptor is marked, DefaultPreemption's
+    PreEnqueue keeps it out of the active queue. Victims that are already terminating are
+    preempted again like the others (a second DELETE and a second ``Preempted`` event), as
+    kube-scheduler v1.34 does.
 
 synchronous
     The same API calls happen inside PostFilter, before it returns; a failure makes PostFilter
@@ -92,21 +94,13 @@ class Executor:
         self.handle = handle
         self.plugin_name = plugin_name
         self.preempting: set[str] = set()
-        """UIDs of preemptors whose background preemption has not finished."""
-        self.last_victims: dict[str, str] = {}
-        """Preemptor UID → key of the last victim, once only that one is left to delete."""
+        """UIDs of preemptors whose background preemption has not reached its last victim."""
 
     # PreEnqueue ------------------------------------------------------------------------------
 
     def is_pod_running_preemption(self, uid: str) -> bool:
         """Whether the pod must still wait for its own preemption to take effect."""
-        if uid not in self.preempting:
-            return False
-        victim_key = self.last_victims.get(uid)
-        if victim_key is None:
-            return True
-        victim = self.handle.get_pod(victim_key)
-        return victim is not None and victim.deletion_timestamp is None
+        return uid in self.preempting
 
     # One victim ------------------------------------------------------------------------------
 
@@ -201,8 +195,6 @@ class Executor:
     async def prepare_candidate(self, candidate: Candidate, preemptor: Pod) -> Status:
         """Preempt every victim, then clear lower-priority nominations (errors ignored)."""
         for victim in candidate.victims:
-            if victim.is_terminating:
-                continue
             try:
                 await self.preempt_pod(candidate.node, preemptor, victim)
             except Exception as error:
@@ -220,19 +212,17 @@ class Executor:
 
     # Asynchronous ----------------------------------------------------------------------------
 
-    def prepare_candidate_async(self, candidate: Candidate, preemptor: Pod) -> bool:
-        """Start the background preemption; ``False`` if no victim needed an API call."""
+    def prepare_candidate_async(self, candidate: Candidate, preemptor: Pod) -> None:
+        """Mark the preemptor as preempting and start the preemption in the background."""
         self.handle.metrics.observe(METRIC_PREEMPTION_VICTIMS, len(candidate.victims))
-        victims = [victim for victim in candidate.victims if not victim.is_terminating]
-        if not victims:
-            return False
         self.preempting.add(preemptor.uid)
         try:
-            self.handle.spawn(self._preempt_in_background(candidate.node, preemptor, victims))
+            self.handle.spawn(
+                self._preempt_in_background(candidate.node, preemptor, list(candidate.victims))
+            )
         except Exception:
             self.preempting.discard(preemptor.uid)
             raise
-        return True
 
     async def _preempt_in_background(self, node: str, preemptor: Pod, victims: list[Pod]) -> None:
         handle = self.handle
@@ -243,6 +233,8 @@ class Executor:
             nominated = self.lower_priority_nominated_pods(preemptor, node)
             if await self.clear_nominated_node_name(nominated):
                 result = RESULT_ERROR
+            if not victims:
+                return
             preempt_last = True
             if len(victims) > 1:
                 outcomes = await asyncio.gather(
@@ -252,11 +244,12 @@ class Executor:
                 if any(isinstance(outcome, BaseException) for outcome in outcomes):
                     result = RESULT_ERROR
                     preempt_last = False
+            # Ungate before the last victim's API call: its deletion is the event that may
+            # requeue the preemptor, and it must not find the preemptor still gated.
+            self.preempting.discard(uid)
             if preempt_last:
-                last = victims[-1]
-                self.last_victims[uid] = last.key
                 try:
-                    await self.preempt_pod(node, preemptor, last)
+                    await self.preempt_pod(node, preemptor, victims[-1])
                 except Exception:
                     result = RESULT_ERROR
         except asyncio.CancelledError:
@@ -266,7 +259,6 @@ class Executor:
             result = RESULT_ERROR
         finally:
             self.preempting.discard(uid)
-            self.last_victims.pop(uid, None)
             if result == RESULT_ERROR:
                 handle.activate([preemptor])
             labels = {"result": result}
