@@ -49,8 +49,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         "e2e": ["S1"],
     },
     "full": {
-        "inprocess": ["S1", "S2", "S3a", "S3b", "S4", "S5", "S6"],
-        "e2e": ["S1", "S4", "S2", "S3a", "S3b", "S5", "S6"],
+        "inprocess": ["S1", "S2", "S3a", "S3b", "S4", "S5", "S6", "S7"],
+        "e2e": ["S1", "S4", "S2", "S3a", "S3b", "S5", "S6", "S7"],
     },
 }
 

@@ -9,6 +9,11 @@ when the watcher has seen every measured pod bound. Afterwards the scheduler's /
 scraped, the scheduler is stopped, its API requests are counted from the audit log by its
 identity, and the namespace is deleted with grace period 0.
 
+For S7 the nodes also get their CSI volume limit and a CSINode (once; both are kept), every
+pod's claim and PV are created bound before the init pods, the measured pods' pairs included,
+and the run waits until all of them are Bound before the scheduler starts; its PVs are deleted
+with its namespace.
+
 Both schedulers get the same ``clientConnection`` QPS/burst, leader election off, the default
 plugins and low log verbosity (ours at ``warning``, kube-scheduler at ``--v=1``).
 """
@@ -40,7 +45,18 @@ from e2e.localcluster.cluster import ALWAYS_ALLOW_PATHS
 from bench import promtext, shapes, stats
 from bench.cluster import KOPF_USER, UPSTREAM_USER, BenchCluster
 from bench.config import SCHEDULER_NAME, UPSTREAM_SCHEDULER_NAME, scheduler_config, upstream_config
-from bench.kube import Client, Endpoint, create_many, nodes_path, pods_path
+from bench.kube import (
+    CSI_NODES_PATH,
+    MERGE_PATCH,
+    VOLUMES_PATH,
+    Client,
+    Endpoint,
+    claims_path,
+    create_many,
+    for_each,
+    nodes_path,
+    pods_path,
+)
 from bench.report import top_processes
 from bench.scenarios import ZONE_LABEL, Scenario, check
 
@@ -104,14 +120,12 @@ class SchedulerProcess:
 
     @property
     def base_url(self) -> str:
-        scheme = "http" if self.which == "kopf" else "https"
-        return f"{scheme}://127.0.0.1:{self.port}"
+        return f"https://127.0.0.1:{self.port}"
 
     def get(self, path: str, timeout: float = 5.0) -> tuple[int, str]:
-        context = _insecure() if self.base_url.startswith("https") else None
         try:
             with urllib.request.urlopen(
-                self.base_url + path, timeout=timeout, context=context
+                self.base_url + path, timeout=timeout, context=_insecure()
             ) as response:
                 return int(response.status), response.read().decode(errors="replace")
         except urllib.error.HTTPError as error:
@@ -156,6 +170,7 @@ def start_scheduler(
             f"--config={config_path}",
             "--health-host=127.0.0.1",
             f"--health-port={port}",
+            f"--authorization-always-allow-paths={ALWAYS_ALLOW_PATHS}",
             "--log-level=warning",
             "--log-format=console",
         ]
@@ -259,6 +274,149 @@ async def ensure_nodes(client: Client, count: int, timeout: float = 900.0) -> di
     }
 
 
+async def ensure_volume_limits(client: Client, count: int) -> dict[str, Any]:
+    """The first ``count`` kwok nodes allow 39 CSI volumes: in their allocatable and in a
+    CSINode they own. Both stay for later scenarios, whose pods mount no volumes."""
+    started = time.monotonic()
+    nodes, _ = await client.list_all("/api/v1/nodes")
+    wanted = {shapes.node(i)["metadata"]["name"] for i in range(count)}
+    nodes = [n for n in nodes if n["metadata"]["name"] in wanted]
+    csi_nodes, _ = await client.list_all(CSI_NODES_PATH)
+    owned_by = {
+        c["metadata"]["name"]: {o.get("uid") for o in c["metadata"].get("ownerReferences") or []}
+        for c in csi_nodes
+    }
+    limit_value = str(shapes.CSI_VOLUME_LIMIT)
+    unlimited = [
+        n
+        for n in nodes
+        if (n.get("status") or {}).get("allocatable", {}).get(shapes.ATTACHABLE_VOLUMES)
+        != limit_value
+    ]
+    # A CSINode owned by an earlier node of the same name is about to be collected: replace it.
+    stale = [
+        n
+        for n in nodes
+        if n["metadata"]["name"] in owned_by
+        and n["metadata"]["uid"] not in owned_by[n["metadata"]["name"]]
+    ]
+    missing = [n for n in nodes if n["metadata"]["name"] not in owned_by] + stale
+
+    async def limit(node: dict[str, Any]) -> None:
+        await client.request(
+            "PATCH",
+            f"/api/v1/nodes/{node['metadata']['name']}/status",
+            {"status": {"allocatable": {shapes.ATTACHABLE_VOLUMES: limit_value}}},
+            content_type=MERGE_PATCH,
+        )
+
+    async def replace(node: dict[str, Any]) -> None:
+        name = node["metadata"]["name"]
+        await client.request("DELETE", f"{CSI_NODES_PATH}/{name}", ok_statuses=(404,))
+
+    async def create(node: dict[str, Any]) -> None:
+        raw = shapes.csi_node(node["metadata"]["name"], node["metadata"]["uid"])
+        await client.request("POST", CSI_NODES_PATH, raw)
+
+    if unlimited:
+        say(f"setting the CSI volume limit of {len(unlimited)} nodes")
+        await for_each(unlimited, CREATOR_CONCURRENCY, limit)
+    await for_each(stale, CREATOR_CONCURRENCY, replace)
+    if missing:
+        say(f"creating {len(missing)} CSINodes")
+        await for_each(missing, CREATOR_CONCURRENCY, create)
+    return {
+        "allocatable_set": len(unlimited),
+        "csi_nodes_replaced": len(stale),
+        "csi_nodes_created": len(missing),
+        "seconds": round(time.monotonic() - started, 1),
+    }
+
+
+async def create_bound_claims(client: Client, pods: list[dict[str, Any]]) -> dict[str, Any]:
+    """The claims the pods mount, each bound to a PV of its own, as scheduler_perf makes them:
+    the claim, its status, the PV (whose ``claimRef`` needs the claim's UID), its status. The
+    API server resets ``status`` on creation, so the Bound phases are written afterwards."""
+    claims = [claim for pod in pods for claim in shapes.pod_claims(pod)]
+
+    async def create_pair(claim: dict[str, Any]) -> None:
+        path = claims_path(claim)
+        name = claim["metadata"]["name"]
+        stored = await client.request("POST", path, claim, ok_statuses=(409,))
+        if stored is None:  # a retried request that had already succeeded
+            stored = await client.request("GET", f"{path}/{name}")
+        await client.request(
+            "PATCH", f"{path}/{name}/status", {"status": claim["status"]}, content_type=MERGE_PATCH
+        )
+        volume = shapes.bound_volume(stored)
+        await client.request("POST", VOLUMES_PATH, volume, ok_statuses=(409,))
+        await client.request(
+            "PATCH",
+            f"{VOLUMES_PATH}/{volume['metadata']['name']}/status",
+            {"status": volume["status"]},
+            content_type=MERGE_PATCH,
+        )
+
+    return await for_each(claims, CREATOR_CONCURRENCY, create_pair)
+
+
+async def wait_claims_bound(
+    client: Client, namespace: str, count: int, timeout: float = 300.0
+) -> float:
+    """Wait until the namespace's ``count`` claims and their PVs are all Bound.
+
+    The PV controller may see a claim before its PV exists and mark it Lost; it binds it again
+    at its next periodic sync once the PV is there (every 15 s by default).
+    """
+    started = time.monotonic()
+    selector = {"labelSelector": f"{shapes.VOLUME_NAMESPACE_LABEL}={namespace}"}
+    while time.monotonic() - started < timeout:
+        claims, _ = await client.list_all(f"/api/v1/namespaces/{namespace}/persistentvolumeclaims")
+        volumes, _ = await client.list_all(VOLUMES_PATH, selector)
+        bound = [o for o in (*claims, *volumes) if (o.get("status") or {}).get("phase") == "Bound"]
+        if len(bound) == 2 * count:
+            return time.monotonic() - started
+        await asyncio.sleep(2.0)
+    raise RuntimeError(f"claims and PVs of {namespace} not all Bound after {timeout:.0f}s")
+
+
+async def delete_volumes(
+    client: Client, namespace: str | None, timeout: float = 600.0
+) -> dict[str, Any]:
+    """Delete the PVs made for ``namespace``'s claims (for any bench namespace when None) and
+    wait until they are gone.
+
+    A PV goes once the PV controller has released it (its claim is gone) and the protection
+    controller has lifted its finalizer. Those left after ``timeout`` (on a control plane
+    without these controllers) have their finalizers removed here.
+    """
+    started = time.monotonic()
+    label = shapes.VOLUME_NAMESPACE_LABEL
+    selector = {"labelSelector": f"{label}={namespace}" if namespace else label}
+    volumes, _ = await client.list_all(VOLUMES_PATH, selector)
+    result = {"deleted": len(volumes), "finalizers_removed": 0}
+    if volumes:
+        await client.request("DELETE", VOLUMES_PATH, params=selector, ok_statuses=(404,))
+    while volumes and time.monotonic() - started < timeout:
+        await asyncio.sleep(2.0)
+        volumes, _ = await client.list_all(VOLUMES_PATH, selector)
+
+    async def release(volume: dict[str, Any]) -> None:
+        await client.request(
+            "PATCH",
+            f"{VOLUMES_PATH}/{volume['metadata']['name']}",
+            {"metadata": {"finalizers": None}},
+            ok_statuses=(404,),
+            content_type=MERGE_PATCH,
+        )
+
+    if volumes:
+        say(f"  {len(volumes)} PVs still there after {timeout:.0f}s: removing their finalizers")
+        await for_each(volumes, CREATOR_CONCURRENCY, release)
+        result["finalizers_removed"] = len(volumes)
+    return {**result, "seconds": round(time.monotonic() - started, 1)}
+
+
 async def ensure_priority_class(client: Client) -> None:
     await client.request(
         "POST",
@@ -326,6 +484,9 @@ async def delete_leftovers(client: Client) -> list[str]:
             say(f"deleting the pods of {name}, left by an interrupted run")
             left.append(name)
         await delete_namespace(client, name)
+    volumes = await delete_volumes(client, None)
+    if volumes["deleted"]:
+        say(f"deleted {volumes['deleted']} PVs left by an interrupted run")
     return left
 
 
@@ -455,15 +616,26 @@ async def run_one(
     say(f"{scenario.label} {which} qps={qps:g}/{burst}: namespace {namespace}")
     await create_namespace(client, namespace)
     init = scenario.init_pods(namespace, scheduler_name)
+    measured = scenario.measured_pods(namespace, scheduler_name)
+    volumes: dict[str, Any] = {}
+    if scenario.volumes:
+        volumes["creation"] = await create_bound_claims(client, [*init, *measured])
+        say(f"  {volumes['creation']['count']} claims with their PVs created")
     init_creation = await create_many(client, pods_path, init, CREATOR_CONCURRENCY)
     init_running = await wait_all_running(client, namespace)
     say(f"  {len(init)} init pods created ({init_creation['per_second']}/s) and Running")
+    if scenario.volumes:
+        count = volumes["creation"]["count"]
+        volumes["bound_seconds"] = round(await wait_claims_bound(client, namespace, count), 1)
+        say(f"  claims and PVs Bound after {volumes['bound_seconds']} s more")
 
     quiet = await wait_until_quiet(lambda: _control_plane_seconds(cluster))
     say(f"  control plane quiet after {quiet['seconds']} s ({quiet['cores']} cores)")
     process = start_scheduler(which, cluster, qps, burst, run_dir)
     watcher: Watcher | None = None
     result: dict[str, Any] = {"scheduler": which, "namespace": namespace, "settle": quiet}
+    if volumes:
+        result["volumes"] = volumes
     try:
         ready_seconds = await asyncio.to_thread(process.wait_ready)
         watcher = Watcher(cluster, namespace, scenario.measured_count, run_dir / "watch.json")
@@ -472,7 +644,6 @@ async def run_one(
         cpu_before = proc_cpu_seconds(process.pid) or 0.0
         plane_before = _control_plane_cpu(cluster)
         load_before = os.getloadavg()
-        measured = scenario.measured_pods(namespace, scheduler_name)
         stop_arrivals = asyncio.Event()
         t0 = time.time()
         arrivals = asyncio.ensure_future(
@@ -523,6 +694,8 @@ async def run_one(
     if "victims" in scenario.checks:
         result["checks"]["victims"] = result["victims"]
     result["cleanup_seconds"] = round(await delete_namespace(client, namespace), 1)
+    if scenario.volumes:
+        result["volumes"]["cleanup"] = await delete_volumes(client, namespace)
     return result
 
 
@@ -664,6 +837,8 @@ async def run_pair(
         await ensure_priority_class(client)
         await delete_leftovers(client)
         nodes = await ensure_nodes(client, scenario.nodes)
+        if scenario.volumes:
+            nodes["volume_limits"] = await ensure_volume_limits(client, scenario.nodes)
         runs = {}
         for which in order:
             runs[which] = await run_one(cluster, client, scenario, which, qps, burst, work)

@@ -16,6 +16,8 @@ The benchmark hooks into the running simulation without changing it:
   jumps ahead when the queue is idle, which the driver does by itself.
 - S5/S6 arrivals are injected at their rate by the wall clock before each cycle, starting when
   the measured pods start being created, until every measured pod is bound.
+- S7's CSINodes, claims and PVs are created with the nodes and the existing pods, the measured
+  pods' pairs included (as end to end), so the measurement sees only the pods arrive.
 
 When the last measured pod is bound the run stops once the active queue is empty; what is left
 (preemptors in backoff, never-fitting pods) is not measured.
@@ -26,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import resource
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -214,12 +216,14 @@ async def _run(scenario: Scenario, seed: int, configure_logs: bool) -> dict[str,
     sim.apply(shapes.priority_class())
     nodes = scenario.node_objects()
     zones = {n["metadata"]["name"]: n["metadata"]["labels"][ZONE_LABEL] for n in nodes}
-    for raw in nodes:
+    for raw in (*nodes, *scenario.csi_nodes()):
         sim.apply(raw)
-    for raw in scenario.init_pods(NAMESPACE, SCHEDULER_NAME):
+    init_pods = scenario.init_pods(NAMESPACE, SCHEDULER_NAME)
+    measured_pods = scenario.measured_pods(NAMESPACE, SCHEDULER_NAME)
+    load_bound_claims(sim, [*init_pods, *measured_pods])
+    for raw in init_pods:
         sim.apply(raw)
     await sim.run_until_quiet()
-    measured_pods = scenario.measured_pods(NAMESPACE, SCHEDULER_NAME)
     setup_seconds = time.perf_counter() - setup_started
     # The collector settings of ``kopf-scheduler run``, frozen at the same point: the initial
     # cluster state is loaded.
@@ -287,6 +291,28 @@ async def _run(scenario: Scenario, seed: int, configure_logs: bool) -> dict[str,
     }
     result["checks"] = check(scenario, sim.cluster.pods.values(), zones, probe.victims)
     return result
+
+
+def load_bound_claims(sim: Simulation, pods: list[dict[str, Any]]) -> None:
+    """Create the claims the pods mount and the PVs bound to them, as one cluster state.
+
+    All claims go first, then the PVs (each ``claimRef`` needs its claim's UID, which the
+    cluster assigns). Loaded together, the PV controller first looks at them once every pair
+    is complete; created one by one, it would find each claim's PV missing and mark the claim
+    Lost until the PV arrived.
+    """
+    claims = [claim for pod in pods for claim in shapes.pod_claims(pod)]
+    if not claims:
+        return
+
+    def claims_then_volumes() -> Iterator[dict[str, Any]]:
+        yield from claims
+        stored = sim.cluster.objects("PersistentVolumeClaim")
+        for claim in claims:
+            metadata = claim["metadata"]
+            yield shapes.bound_volume(stored[f"{metadata['namespace']}/{metadata['name']}"])
+
+    sim.cluster.load(claims_then_volumes())
 
 
 def _count(values: Any) -> dict[str, int]:

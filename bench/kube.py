@@ -11,12 +11,16 @@ import asyncio
 import json
 import ssl
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 
+T = TypeVar("T")
+MERGE_PATCH = "application/merge-patch+json"
+VOLUMES_PATH = "/api/v1/persistentvolumes"
+CSI_NODES_PATH = "/apis/storage.k8s.io/v1/csinodes"
 RETRY_STATUSES = {429, 500, 502, 503, 504}
 
 
@@ -67,9 +71,10 @@ class Client:
         params: Mapping[str, str] | None = None,
         retries: int = 5,
         ok_statuses: Iterable[int] = (),
+        content_type: str = "application/json",
     ) -> Any:
         data = json.dumps(body) if body is not None else None
-        headers = {"Content-Type": "application/json"} if data is not None else None
+        headers = {"Content-Type": content_type} if data is not None else None
         delay = 0.2
         for attempt in range(retries + 1):
             try:
@@ -148,6 +153,30 @@ class Client:
                         yield json.loads(line)
 
 
+async def for_each(
+    items: Sequence[T], concurrency: int, action: Callable[[T], Awaitable[object]]
+) -> dict[str, Any]:
+    """Run ``action`` on every item with ``concurrency`` of them in flight; the rate achieved."""
+    started = time.perf_counter()
+    position = 0
+
+    async def worker() -> None:
+        nonlocal position
+        while position < len(items):
+            item = items[position]
+            position += 1
+            await action(item)
+
+    await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+    seconds = time.perf_counter() - started
+    return {
+        "count": len(items),
+        "seconds": round(seconds, 3),
+        "per_second": round(len(items) / seconds, 1) if seconds > 0 else None,
+        "concurrency": concurrency,
+    }
+
+
 async def create_many(
     client: Client,
     path_of: Callable[[Mapping[str, Any]], str],
@@ -156,26 +185,13 @@ async def create_many(
     on_created: Callable[[Mapping[str, Any], float], None] | None = None,
 ) -> dict[str, Any]:
     """POST every object with ``concurrency`` requests in flight; the rate achieved."""
-    started = time.perf_counter()
-    position = 0
 
-    async def worker() -> None:
-        nonlocal position
-        while position < len(objects):
-            raw = objects[position]
-            position += 1
-            await client.request("POST", path_of(raw), raw, ok_statuses=(409,))
-            if on_created is not None:
-                on_created(raw, time.time())
+    async def create(raw: dict[str, Any]) -> None:
+        await client.request("POST", path_of(raw), raw, ok_statuses=(409,))
+        if on_created is not None:
+            on_created(raw, time.time())
 
-    await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
-    seconds = time.perf_counter() - started
-    return {
-        "count": len(objects),
-        "seconds": round(seconds, 3),
-        "per_second": round(len(objects) / seconds, 1) if seconds > 0 else None,
-        "concurrency": concurrency,
-    }
+    return await for_each(objects, concurrency, create)
 
 
 def pods_path(raw: Mapping[str, Any]) -> str:
@@ -184,3 +200,7 @@ def pods_path(raw: Mapping[str, Any]) -> str:
 
 def nodes_path(_: Mapping[str, Any]) -> str:
     return "/api/v1/nodes"
+
+
+def claims_path(raw: Mapping[str, Any]) -> str:
+    return f"/api/v1/namespaces/{raw['metadata']['namespace']}/persistentvolumeclaims"

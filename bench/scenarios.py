@@ -1,4 +1,4 @@
-"""The six benchmark scenarios S1–S6 and how they are scaled down.
+"""The benchmark scenarios S1–S7 and how they are scaled down.
 
 Every scenario is nodes, pods that exist before the measurement (created already bound, round
 robin over the nodes), the measured pods (created pending at the start of the measurement) and,
@@ -9,6 +9,13 @@ them bound keeps both schedulers' starting states identical.
 
 S3 is two runs, like upstream's TopologySpreading and PodAntiAffinity: S3a (spreading) and S3b
 (anti-affinity).
+
+S7 is SchedulingCSIPVs: every pod, existing or measured, mounts a claim of its own that is
+already bound to a CSI PV of its own, and every node has a CSINode allowing 39 volumes of the
+driver. The claims and PVs of the measured pods are created with the existing state, before the
+measurement: scheduler_perf creates each pod's pair right before the pod, inside the measured
+step, which would make the creator (five requests per pod instead of one), not the scheduler,
+set the pace end to end.
 
 A scaled scenario keeps the shapes and the per-node density and multiplies the node and pod
 counts by one ratio; arrival rates stay as they are.
@@ -63,6 +70,14 @@ class Scenario:
         return sum(g.count for g in self.measured)
 
     @property
+    def volumes(self) -> bool:
+        """Whether the pods mount claims: the nodes then get a CSINode and a volume limit."""
+        kinds = {g.kind for g in (*self.init, *self.measured)}
+        if self.arrivals is not None:
+            kinds.add(self.arrivals.kind)
+        return bool(kinds & shapes.VOLUME_KINDS)
+
+    @property
     def label(self) -> str:
         return self.id if self.ratio == 1.0 else f"{self.id}@{self.ratio:g}"
 
@@ -105,7 +120,14 @@ class Scenario:
     # Objects --------------------------------------------------------------------------------
 
     def node_objects(self) -> list[Raw]:
-        return [shapes.node(i) for i in range(self.nodes)]
+        make = shapes.node_with_volume_limit if self.volumes else shapes.node
+        return [make(i) for i in range(self.nodes)]
+
+    def csi_nodes(self) -> list[Raw]:
+        """One CSINode per node when the pods mount volumes, none otherwise."""
+        if not self.volumes:
+            return []
+        return [shapes.csi_node(shapes.node(i)["metadata"]["name"]) for i in range(self.nodes)]
 
     def init_pods(self, namespace: str, scheduler_name: str) -> list[Raw]:
         pods = []
@@ -204,6 +226,13 @@ SCENARIOS: dict[str, Scenario] = {
             (Group("default", 20000),),
             (Group("default", 10000),),
             arrivals=Arrivals("large", 5.0),
+        ),
+        Scenario(
+            "S7",
+            "SchedulingCSIPVs/5000Nodes",
+            5000,
+            (Group("csi", 5000),),
+            (Group("csi", 1000),),
         ),
     )
 }
