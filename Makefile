@@ -3,13 +3,14 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+LOCK := requirements.lock
 
 .PHONY: venv test lint format demo e2e e2e-upstream cluster-up cluster-down bench bench-full clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet --constraint $(LOCK) -e '.[dev]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -45,10 +46,12 @@ cluster-down: $(STAMP)
 e2e: $(STAMP)
 	$(PY) -m pytest e2e
 
-## The volume scenarios against upstream kube-scheduler v1.34.10 on the same control plane: the
-## expectations the e2e suite holds kopf-scheduler to are what upstream does.
+## The scenarios that take `scheduler_name` (volumes, preemption bursts and takeovers) against
+## upstream kube-scheduler v1.34.10 on the same control plane: the expectations the e2e suite
+## holds kopf-scheduler to are what upstream does.
 e2e-upstream: $(STAMP)
-	E2E_SCHEDULER=upstream $(PY) -m pytest e2e/test_volumes.py
+	E2E_SCHEDULER=upstream $(PY) -m pytest e2e/test_volumes.py e2e/test_preemption.py \
+		-k "test_volumes or burst or takeover"
 
 ## Benchmarks beside upstream kube-scheduler, recorded in docs/benchmarks.md and bench/results/:
 ## in-process S1, S4 and a scaled S2, plus end-to-end S1 when the local cluster is built.
@@ -58,6 +61,54 @@ bench: $(STAMP)
 ## All six scenarios in-process and end to end (long; see docs/benchmarks.md for the scaling).
 bench-full: $(STAMP)
 	$(PY) -m bench full
+
+## The differential suite against kube-scheduler v1.34.10, on a control plane of its own: the
+## seeds SEEDS of both profiles; the counts and every divergence go to docs/fidelity.md (about a
+## minute a scenario).
+.PHONY: differential differential-ci
+SEEDS ?= 1-50
+differential: $(STAMP)
+	$(PY) -m differential campaign --seeds $(SEEDS) --command-line "make differential SEEDS=$(SEEDS)"
+
+## For CI: the saved cases of differential/cases/ and a short campaign of CI_SEEDS (report in
+## /tmp/kopf-differential); fails on a true divergence or a failing case.
+CI_SEEDS ?= 1-2
+differential-ci: $(STAMP)
+	$(PY) -m differential ci --seeds $(CI_SEEDS) --command-line "make differential-ci"
+
+## requirements.lock: the exact versions of every runtime and dev dependency, resolved by
+## pip-compile from pyproject.toml; the image and the venv install them.
+## `make lock PIP_COMPILE_ARGS=--upgrade` moves every pin to the newest allowed version.
+.PHONY: lock version image
+PIP_COMPILE_ARGS ?=
+lock:
+	test -x $(VENV)/bin/pip-compile \
+		|| { $(PYTHON) -m venv $(VENV) && $(PY) -m pip install --quiet 'pip-tools>=7.4,<8'; }
+	CUSTOM_COMPILE_COMMAND="make lock" $(VENV)/bin/pip-compile --quiet --extra dev \
+		--strip-extras --no-emit-index-url --no-emit-find-links $(PIP_COMPILE_ARGS) \
+		--output-file $(LOCK) pyproject.toml
+
+## The version, from pyproject.toml: the one place it is written.
+version:
+	@$(PYTHON) -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])'
+
+## The image kopf-scheduler:<version>, with a Docker engine from Debian's archive when none
+## runs (installing and starting it need root) and a locally made base when the public one
+## cannot be pulled: scripts/image/.
+image:
+	scripts/image/engine.sh
+	scripts/image/build.sh
+
+## helm, built from its Go module into ~/.cache/kopf-scheduler (only when missing); prints its path.
+.PHONY: helm chart-test
+helm: $(STAMP)
+	$(PY) -m e2e.localcluster helm
+
+## The chart's tests: `helm lint --strict` and the `helm template` goldens of every value
+## combination in tests/chart/values/ (UPDATE_GOLDENS=1 rewrites the goldens). The server
+## dry run and a real install are e2e/test_chart.py, in `make e2e`.
+chart-test: helm
+	$(PY) -m pytest tests/chart
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

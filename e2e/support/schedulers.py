@@ -3,8 +3,9 @@
 Two implementations of one interface:
 
 - :class:`LocalSchedulers` runs ``kopf-scheduler run`` as local processes, authenticated as the
-  ``kopf-scheduler`` ServiceAccount, each with its own identity, health port and log file. Stop
-  is SIGTERM and must end with exit code 0 within 20 s; kill is SIGKILL.
+  ``kopf-scheduler`` ServiceAccount, each with its own identity, HTTPS port (a self-signed
+  certificate, as in a cluster) and log file. Stop is SIGTERM and must end with exit code 0
+  within 20 s; kill is SIGKILL.
 - :class:`DeploymentSchedulers` drives the in-cluster Deployment of a kind cluster through
   ``kubectl``: stop and start are scaling, a kill is a forced pod deletion, a restart a
   graceful one.
@@ -19,6 +20,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -125,6 +127,14 @@ def lease_holder(kubectl: Kubectl) -> str | None:
     return str(holder) if holder else None
 
 
+def unverified_tls() -> ssl.SSLContext:
+    """What kubelet's HTTPS probes and kube-scheduler scrapes do: encrypt, trust any certificate."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -151,10 +161,14 @@ class SchedulerProcess:
     def alive(self) -> bool:
         return self.popen.poll() is None
 
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
     def readyz(self) -> dict[str, Any] | None:
         try:
             with urllib.request.urlopen(
-                f"http://127.0.0.1:{self.port}/readyz", timeout=2
+                f"{self.url}/readyz", timeout=2, context=unverified_tls()
             ) as response:
                 body: dict[str, Any] = json.loads(response.read())
                 return body

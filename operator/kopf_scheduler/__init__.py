@@ -6,4 +6,6 @@ no Kubernetes client inside; the operator wiring and the in-memory simulator imp
 Protocols in ``ports`` around it.
 """
 
-__version__ = "0.1.0"
+from kopf_scheduler.version import VERSION
+
+__version__ = VERSION

@@ -1,8 +1,14 @@
-"""The ``kopf-scheduler`` command line: ``run``, ``simulate`` and ``explain``.
+"""The ``kopf-scheduler`` command line: ``run``, ``simulate``, ``explain`` and ``config``.
 
 ``simulate`` with no scenario runs the bundled preemption demo, so a newcomer sees the scheduler
 decide, preempt and explain without a cluster. ``run`` and ``explain`` talk to a cluster; their
-modules (kopf, the API client) are imported only when they are used.
+modules (kopf, the API client) are imported only when they are used. ``config validate`` checks a
+KubeSchedulerConfiguration file the way ``run`` would, without a cluster.
+
+Bad input ends in one line on stderr, never a traceback. Exit codes: 0 success; 1 the command
+could not do its work at run time (the API server refused a request, the pod is not found, the
+health port is taken, leadership was lost); 2 the command line or a file it names is wrong
+(configuration, kubeconfig, scenario files).
 """
 
 from __future__ import annotations
@@ -15,13 +21,18 @@ from importlib import resources
 from pathlib import Path
 
 from kopf_scheduler.config.errors import ConfigError
-from kopf_scheduler.config.loader import default_config, load_config
+from kopf_scheduler.config.kubeconfig import check_kubeconfig
+from kopf_scheduler.config.loader import LoadedConfig, check_config_file, default_config
+from kopf_scheduler.config.writer import config_yaml
 from kopf_scheduler.logs import configure_logging
 from kopf_scheduler.sim.report import build_report, render_json, render_table, render_yaml
 from kopf_scheduler.sim.runner import Simulation
 from kopf_scheduler.sim.scenario import Scenario, ScenarioError, load_scenario
+from kopf_scheduler.version import VERSION
 
+EXIT_RUNTIME = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 
 def bundled_demo() -> Path:
@@ -29,10 +40,20 @@ def bundled_demo() -> Path:
     return Path(str(resources.files("kopf_scheduler") / "examples" / "preemption-demo.yaml"))
 
 
+def _load_config(path: Path | None) -> LoadedConfig:
+    """The configuration at ``path`` (the defaults without one); warnings go to stderr."""
+    if path is None:
+        return LoadedConfig(default_config())
+    loaded = check_config_file(path)
+    for warning in loaded.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return loaded
+
+
 def _simulate(args: argparse.Namespace) -> int:
     configure_logging("warning", "console")
     try:
-        config = load_config(args.config) if args.config else default_config()
+        config = _load_config(args.config).config
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -41,11 +62,19 @@ def _simulate(args: argparse.Namespace) -> int:
         if not args.add:
             print("error: --from-cluster needs at least one --add FILE", file=sys.stderr)
             return EXIT_USAGE
+        from kopf_scheduler.k8s.errors import ClientConfigError
+        from kopf_scheduler.ports import ApiError
+        from kopf_scheduler.service.startup import describe
+
         try:
+            check_kubeconfig(str(args.kubeconfig) if args.kubeconfig else None)
             scenario, added = asyncio.run(_cluster_scenario(args))
-        except (ScenarioError, ValueError) as error:
+        except (ScenarioError, ValueError, ClientConfigError) as error:
             print(f"error: {error}", file=sys.stderr)
             return EXIT_USAGE
+        except ApiError as error:
+            print(f"error: {describe(error)}", file=sys.stderr)
+            return EXIT_RUNTIME
     else:
         if args.add:
             print("error: --add goes with --from-cluster", file=sys.stderr)
@@ -79,7 +108,25 @@ async def _cluster_scenario(args: argparse.Namespace) -> tuple[Scenario, list[st
         await api.close()
 
 
+def _write_config(config_path: Path | None, target: Path) -> int:
+    """``run --write-config-to``: the configuration with its defaults, written to ``target``."""
+    try:
+        config = _load_config(config_path).config
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        target.write_text(config_yaml(config), encoding="utf-8")
+    except OSError as error:
+        print(f"error: cannot write {target}: {error.strerror or error}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"wrote the configuration to {target}", file=sys.stderr)
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.write_config_to is not None:
+        return _write_config(args.config, args.write_config_to)
     from kopf_scheduler.service.runner import RunOptions, run
 
     options = RunOptions(
@@ -92,8 +139,26 @@ def _run(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         identity=args.identity,
         tune_gc=True,
+        tls_cert_file=str(args.tls_cert_file) if args.tls_cert_file else None,
+        tls_private_key_file=str(args.tls_private_key_file) if args.tls_private_key_file else None,
+        always_allow_paths=tuple(
+            path
+            for path in map(str.strip, args.authorization_always_allow_paths.split(","))
+            if path
+        ),
     )
     return asyncio.run(run(options))
+
+
+def _validate_config(args: argparse.Namespace) -> int:
+    try:
+        loaded = _load_config(args.file)
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    names = ", ".join(profile.scheduler_name for profile in loaded.config.profiles)
+    print(f"{args.file}: valid (profiles: {names})")
+    return 0
 
 
 def _explain(args: argparse.Namespace) -> int:
@@ -105,11 +170,23 @@ def _explain(args: argparse.Namespace) -> int:
     )
 
 
+def _port(text: str) -> int:
+    """A TCP port number for argparse (0 asks the system for a free one)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 65535, got {port}")
+    return port
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kopf-scheduler",
         description="A Kubernetes scheduler: kube-scheduler's decisions, explained.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {VERSION}")
     commands = parser.add_subparsers(dest="command", required=True)
     simulate = commands.add_parser(
         "simulate",
@@ -160,11 +237,33 @@ def build_parser() -> argparse.ArgumentParser:
         "--health-host", default="0.0.0.0", help="address of /healthz, /readyz, /metrics"
     )
     run.add_argument(
-        "--health-port", type=int, default=10259, help="port of /healthz, /readyz, /metrics"
+        "--health-port", type=_port, default=10259, help="port of /healthz, /readyz, /metrics"
+    )
+    run.add_argument(
+        "--tls-cert-file",
+        type=Path,
+        help="serving certificate (PEM) of the HTTPS port (default: a self-signed one)",
+    )
+    run.add_argument(
+        "--tls-private-key-file", type=Path, help="private key (PEM) of --tls-cert-file"
+    )
+    run.add_argument(
+        "--authorization-always-allow-paths",
+        default="/healthz,/readyz,/livez",
+        help=(
+            "comma-separated paths served without authentication; add /metrics to serve "
+            "metrics to anyone, for local use (default: %(default)s)"
+        ),
     )
     run.add_argument("--log-format", choices=["json", "console"], help="default: json in a cluster")
     run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     run.add_argument("--identity", help="leader-election identity (default: hostname_pid)")
+    run.add_argument(
+        "--write-config-to",
+        type=Path,
+        metavar="FILE",
+        help="write the configuration with every default filled in to FILE and exit",
+    )
     run.set_defaults(handler=_run)
 
     explain = commands.add_parser("explain", help="show why a pod was (not) scheduled or preempted")
@@ -172,13 +271,25 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--kubeconfig", type=Path)
     explain.add_argument("--output", "-o", choices=["text", "json"], default="text")
     explain.set_defaults(handler=_explain)
+
+    config = commands.add_parser("config", help="check a KubeSchedulerConfiguration file")
+    config_commands = config.add_subparsers(dest="config_command", required=True)
+    validate = config_commands.add_parser(
+        "validate",
+        help="read FILE as `run --config` would; exit 0 if valid (warnings on stderr), else 2",
+    )
+    validate.add_argument("file", type=Path, metavar="FILE")
+    validate.set_defaults(handler=_validate_config)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler = args.handler
-    code: int = handler(args)
+    try:
+        code: int = handler(args)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
     return code
 
 

@@ -1,12 +1,20 @@
-"""The metrics the scheduler reports, with upstream's names, types, labels and buckets.
+"""The metrics the scheduler reports, with upstream's names, types, labels, buckets and help.
 
 The core reports through the ``Metrics`` port by name; the Prometheus adapter registers exactly
-these definitions, so ``/metrics`` reads like kube-scheduler's.
+these definitions, so ``/metrics`` reads like kube-scheduler's: the same family names, label
+names and buckets, and help texts carrying the same ``[STABILITY]`` prefix that Kubernetes'
+component-base adds. Besides the scheduler's own metrics (kube-scheduler's
+``pkg/scheduler/metrics``), the API client reports client-go's ``rest_client_*`` metrics and
+leader election client-go's ``leader_election_master_status``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+ALPHA = "ALPHA"
+BETA = "BETA"
+STABLE = "STABLE"
 
 
 def _exponential(start: float, factor: float, count: int) -> tuple[float, ...]:
@@ -20,6 +28,12 @@ class MetricDef:
     help: str
     labels: tuple[str, ...] = ()
     buckets: tuple[float, ...] = ()
+    stability: str = ALPHA
+
+    @property
+    def exposed_help(self) -> str:
+        """The help text as component-base exposes it: prefixed with the stability level."""
+        return f"[{self.stability}] {self.help}"
 
 
 SCHEDULE_ATTEMPTS = "scheduler_schedule_attempts_total"
@@ -34,16 +48,27 @@ PREEMPTION_GOROUTINES_EXECUTION = "scheduler_preemption_goroutines_execution_tot
 POD_SCHEDULING_SLI_DURATION = "scheduler_pod_scheduling_sli_duration_seconds"
 POD_SCHEDULING_ATTEMPTS = "scheduler_pod_scheduling_attempts"
 FRAMEWORK_EXTENSION_POINT_DURATION = "scheduler_framework_extension_point_duration_seconds"
+PLUGIN_EXECUTION_DURATION = "scheduler_plugin_execution_duration_seconds"
 UNSCHEDULABLE_PODS = "scheduler_unschedulable_pods"
 CACHE_SIZE = "scheduler_cache_size"
 GOROUTINES = "scheduler_goroutines"
+REST_CLIENT_REQUESTS = "rest_client_requests_total"
+REST_CLIENT_REQUEST_DURATION = "rest_client_request_duration_seconds"
+LEADER_ELECTION_MASTER_STATUS = "leader_election_master_status"
+
+PLUGIN_METRICS_SAMPLE_PERCENT = 10
+"""Per-plugin durations are recorded for this share of scheduling cycles, as upstream does."""
+
+_REST_CLIENT_LATENCY_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
 
 DEFINITIONS: tuple[MetricDef, ...] = (
     MetricDef(
         SCHEDULE_ATTEMPTS,
         "counter",
-        "Number of attempts to schedule pods, by the result.",
+        "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could "
+        "not be scheduled, while 'error' means an internal scheduler problem.",
         ("result", "profile"),
+        stability=STABLE,
     ),
     MetricDef(
         SCHEDULING_ATTEMPT_DURATION,
@@ -51,6 +76,7 @@ DEFINITIONS: tuple[MetricDef, ...] = (
         "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
         ("result", "profile"),
         _exponential(0.001, 2, 15),
+        stability=STABLE,
     ),
     MetricDef(
         SCHEDULING_ALGORITHM_DURATION,
@@ -59,40 +85,59 @@ DEFINITIONS: tuple[MetricDef, ...] = (
         (),
         _exponential(0.001, 2, 15),
     ),
-    MetricDef(PENDING_PODS, "gauge", "Number of pending pods, by the queue type.", ("queue",)),
+    MetricDef(
+        PENDING_PODS,
+        "gauge",
+        "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; "
+        "'backoff' means number of pods in backoffQ; 'unschedulable' means number of pods in "
+        "unschedulablePods that the scheduler attempted to schedule and failed; 'gated' is the "
+        "number of unschedulable pods that the scheduler never attempted to schedule because "
+        "they are gated.",
+        ("queue",),
+        stability=STABLE,
+    ),
     MetricDef(
         QUEUE_INCOMING_PODS,
         "counter",
         "Number of pods added to scheduling queues by event and queue type.",
         ("queue", "event"),
+        stability=STABLE,
     ),
-    MetricDef(PREEMPTION_ATTEMPTS, "counter", "Total preemption attempts in the cluster till now"),
+    MetricDef(
+        PREEMPTION_ATTEMPTS,
+        "counter",
+        "Total preemption attempts in the cluster till now",
+        stability=STABLE,
+    ),
     MetricDef(
         PREEMPTION_VICTIMS,
         "histogram",
         "Number of selected preemption victims",
         (),
         _exponential(1, 2, 7),
+        stability=STABLE,
     ),
     MetricDef(
         PREEMPTION_GOROUTINES_DURATION,
         "histogram",
-        "Duration in seconds for running the asynchronous preemption of victims.",
+        "Duration in seconds for running goroutines for the preemption.",
         ("result",),
         _exponential(0.01, 2, 20),
     ),
     MetricDef(
         PREEMPTION_GOROUTINES_EXECUTION,
         "counter",
-        "Number of asynchronous preemptions executed.",
+        "Number of preemption goroutines executed.",
         ("result",),
     ),
     MetricDef(
         POD_SCHEDULING_SLI_DURATION,
         "histogram",
-        "E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue.",
+        "E2e latency for a pod being scheduled, from the time the pod enters the scheduling "
+        "queue and might involve multiple scheduling attempts.",
         ("attempts",),
         _exponential(0.01, 2, 20),
+        stability=BETA,
     ),
     MetricDef(
         POD_SCHEDULING_ATTEMPTS,
@@ -100,6 +145,7 @@ DEFINITIONS: tuple[MetricDef, ...] = (
         "Number of attempts to successfully schedule a pod.",
         (),
         _exponential(1, 2, 5),
+        stability=STABLE,
     ),
     MetricDef(
         FRAMEWORK_EXTENSION_POINT_DURATION,
@@ -107,11 +153,21 @@ DEFINITIONS: tuple[MetricDef, ...] = (
         "Latency for running all plugins of a specific extension point.",
         ("extension_point", "status", "profile"),
         _exponential(0.0001, 2, 12),
+        stability=STABLE,
+    ),
+    MetricDef(
+        PLUGIN_EXECUTION_DURATION,
+        "histogram",
+        "Duration for running a plugin at a specific extension point.",
+        ("plugin", "extension_point", "status"),
+        _exponential(0.00001, 1.5, 20),
     ),
     MetricDef(
         UNSCHEDULABLE_PODS,
         "gauge",
-        "The number of unschedulable pods broken down by plugin name.",
+        "The number of unschedulable pods broken down by plugin name. A pod will increment the "
+        "gauge for all plugins that caused it to not schedule and so this metric have meaning "
+        "only when broken down by plugin.",
         ("plugin", "profile"),
     ),
     MetricDef(
@@ -123,7 +179,28 @@ DEFINITIONS: tuple[MetricDef, ...] = (
     MetricDef(
         GOROUTINES,
         "gauge",
-        "Number of running background tasks split by the work they do.",
+        "Number of running goroutines split by the work they do such as binding.",
         ("operation",),
+    ),
+    MetricDef(
+        REST_CLIENT_REQUESTS,
+        "counter",
+        "Number of HTTP requests, partitioned by status code, method, and host.",
+        ("code", "method", "host"),
+    ),
+    MetricDef(
+        REST_CLIENT_REQUEST_DURATION,
+        "histogram",
+        "Request latency in seconds. Broken down by verb, and host.",
+        ("verb", "host"),
+        _REST_CLIENT_LATENCY_BUCKETS,
+    ),
+    MetricDef(
+        LEADER_ELECTION_MASTER_STATUS,
+        "gauge",
+        "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, "
+        "1 indicates master. 'name' is the string used to identify the lease. Please make sure "
+        "to group by name.",
+        ("name",),
     ),
 )

@@ -138,6 +138,15 @@ def render(case: Case, overrides: Mapping[str, Any] | None = None) -> dict[tuple
     return {(o["kind"], o["metadata"]["name"]): o for o in objects}
 
 
+METRICS_RBAC_SUFFIXES = ("-auth-delegator", "-metrics-reader")
+"""Name endings of the secure /metrics port's RBAC (templates/metrics-rbac.yaml)."""
+
+
 def one(objects: Mapping[tuple[str, str], Obj], kind: str) -> Obj:
-    (match,) = [obj for (k, _), obj in objects.items() if k == kind]
+    """The one object of ``kind`` among the scheduler's own (the /metrics RBAC left aside)."""
+    (match,) = [
+        obj
+        for (k, name), obj in objects.items()
+        if k == kind and not name.endswith(METRICS_RBAC_SUFFIXES)
+    ]
     return match

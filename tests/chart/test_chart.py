@@ -142,8 +142,22 @@ def test_selectors_agree_and_never_carry_the_version(case: Case) -> None:
 
 @pytest.mark.parametrize("case", case_params())
 def test_cluster_role_is_the_manifests_cluster_role(case: Case) -> None:
-    manifests = [o for (k, _), o in base_objects().items() if k == "ClusterRole"]
-    assert one(render(case), "ClusterRole")["rules"] == manifests[0]["rules"]
+    manifests = base_objects()[("ClusterRole", "kopf-scheduler")]
+    assert one(render(case), "ClusterRole")["rules"] == manifests["rules"]
+
+
+@pytest.mark.parametrize("case", case_params())
+def test_secure_metrics_rbac_is_the_manifests_one(case: Case) -> None:
+    objects = render(case)
+    account = one(objects, "ServiceAccount")["metadata"]
+    (delegator,) = [o for (k, n), o in objects.items() if n.endswith("-auth-delegator")]
+    assert delegator["roleRef"]["name"] == "system:auth-delegator"
+    assert delegator["subjects"] == [
+        {"kind": "ServiceAccount", "name": account["name"], "namespace": account["namespace"]}
+    ]
+    (reader,) = [o for (k, n), o in objects.items() if n.endswith("-metrics-reader")]
+    manifests = base_objects()[("ClusterRole", "kopf-scheduler-metrics-reader")]
+    assert reader["rules"] == manifests["rules"]
 
 
 @pytest.mark.parametrize("case", case_params())
@@ -285,12 +299,12 @@ def test_network_policy_admits_the_health_port_and_reaches_the_api_server() -> N
     policy = one(objects, "NetworkPolicy")["spec"]
     assert policy["policyTypes"] == ["Ingress", "Egress"]
     (ingress,) = policy["ingress"]
-    assert ingress == {"ports": [{"port": "http-metrics", "protocol": "TCP"}]}
+    assert ingress == {"ports": [{"port": "https-metrics", "protocol": "TCP"}]}
     (egress,) = policy["egress"]
     assert egress == {
         "ports": [{"port": 443, "protocol": "TCP"}, {"port": 6443, "protocol": "TCP"}]
     }
-    assert deployment_container(one(objects, "Deployment"))["ports"][0]["name"] == "http-metrics"
+    assert deployment_container(one(objects, "Deployment"))["ports"][0]["name"] == "https-metrics"
 
 
 def test_opt_in_objects_are_absent_by_default() -> None:

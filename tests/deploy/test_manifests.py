@@ -116,8 +116,13 @@ EXPECTED_LEASE_RULES = {
 }
 
 
+METRICS_RBAC = ("kopf-scheduler-auth-delegator", "kopf-scheduler-metrics-reader")
+"""The secure /metrics port's RBAC (metrics-rbac.yaml), apart from the scheduler's own roles."""
+
+
 def one(objects: dict[tuple[str, str], Obj], kind: str) -> Obj:
-    matches = [o for (k, _), o in objects.items() if k == kind]
+    """The one object of ``kind`` among the scheduler's own (the /metrics RBAC left aside)."""
+    matches = [o for (k, n), o in objects.items() if k == kind and n not in METRICS_RBAC]
     assert len(matches) == 1, f"expected one {kind}, found {len(matches)}"
     return matches[0]
 
@@ -369,13 +374,13 @@ def test_container_command_probes_ports_and_resources() -> None:
     assert "command" not in container, "the image's ENTRYPOINT runs kopf-scheduler"
     assert container["args"] == ["run", "--config", "/etc/kopf-scheduler/config.yaml"]
     assert container["ports"] == [
-        {"name": "http-metrics", "containerPort": HEALTH_PORT, "protocol": "TCP"}
+        {"name": "https-metrics", "containerPort": HEALTH_PORT, "protocol": "TCP"}
     ]
     for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
         get = container[probe]["httpGet"]
         assert get["path"] == path
         assert get["port"] == HEALTH_PORT
-        assert get.get("scheme", "HTTP") == "HTTP"
+        assert get.get("scheme") == "HTTPS"
     # Memory from docs/benchmarks.md (peak RSS): the newest full-size 5000-node end-to-end run
     # peaked at 447 MiB, the highest peak of any run at 631 MiB (limit: 1.5 times that).
     assert container["resources"] == {
@@ -408,7 +413,7 @@ def test_metrics_service_selects_the_pods_on_the_health_port() -> None:
     deployment = objects[("Deployment", NAME)]
     assert service["spec"]["selector"].items() <= POD_LABELS.items()
     (port,) = service["spec"]["ports"]
-    assert port["name"] == "http-metrics"
+    assert port["name"] == "https-metrics"
     assert port["port"] == HEALTH_PORT
     container_ports = {
         p["name"]: p["containerPort"] for p in deployment_container(deployment)["ports"]
@@ -485,7 +490,7 @@ def test_servicemonitor_overlay_scrapes_the_metrics_service() -> None:
     (endpoint,) = monitor["spec"]["endpoints"]
     assert endpoint["port"] == service["spec"]["ports"][0]["name"]
     assert endpoint["path"] == "/metrics"
-    assert endpoint["scheme"] == "http"
+    assert endpoint["scheme"] == "https"
 
 
 def test_kind_overlay_uses_the_locally_loaded_image() -> None:
@@ -632,3 +637,14 @@ def test_rendered_kind_overlay_points_at_the_e2e_image() -> None:
     assert container["image"] == "kopf-scheduler:e2e"
     assert container["imagePullPolicy"] == "IfNotPresent"
     assert rendered[("Deployment", NAME)]["metadata"]["namespace"] == NAMESPACE
+
+
+def test_secure_metrics_rbac_delegates_auth_and_offers_a_reader_role() -> None:
+    objects = base_objects()
+    delegator = objects[("ClusterRoleBinding", "kopf-scheduler-auth-delegator")]
+    assert delegator["roleRef"]["name"] == "system:auth-delegator"
+    assert delegator["subjects"] == [
+        {"kind": "ServiceAccount", "name": NAME, "namespace": "kopf-scheduler"}
+    ]
+    reader = objects[("ClusterRole", "kopf-scheduler-metrics-reader")]
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]

@@ -281,3 +281,61 @@ def test_extension_points_record_their_duration_with_status_and_profile() -> Non
         ),
         (name, 0.5, {"extension_point": "Score", "status": "Success", "profile": "prof"}),
     ]
+
+
+PLUGIN_METRIC = "scheduler_plugin_execution_duration_seconds"
+
+
+def sampled_state(sampled: bool) -> CycleState:
+    state = CycleState()
+    state.record_plugin_metrics = sampled
+    return state
+
+
+def test_in_a_sampled_cycle_every_plugin_call_is_timed_with_its_status() -> None:
+    metrics = ObservedMetrics()
+    clock = iter(float(t) for t in range(100))
+    handle = Handle(scheduler_name="prof", metrics=metrics, now=lambda: next(clock))
+    fwk = framework(
+        filters=[
+            FilterByName("First", {}),
+            FilterByName("Second", {"n2": (Code.UNSCHEDULABLE, "no")}),
+        ],
+        scores=[(ScoreByTable("A", {"n1": 10}), 1)],
+        handle=handle,
+        name="prof",
+    )
+    state, pod = sampled_state(True), make_pod("p").pod()
+
+    fwk.run_filter_plugins(state, pod, node_info(make_node("n1")))
+    fwk.run_filter_plugins(state, pod, node_info(make_node("n2")))
+    fwk._run_score(state, pod, [node_info(make_node("n1"))])
+
+    timed = [(labels, value) for name, value, labels in metrics.observed if name == PLUGIN_METRIC]
+    assert timed == [
+        ({"plugin": "First", "extension_point": "Filter", "status": "Success"}, 1.0),
+        ({"plugin": "Second", "extension_point": "Filter", "status": "Success"}, 1.0),
+        ({"plugin": "First", "extension_point": "Filter", "status": "Success"}, 1.0),
+        ({"plugin": "Second", "extension_point": "Filter", "status": "Unschedulable"}, 1.0),
+        ({"plugin": "A", "extension_point": "Score", "status": "Success"}, 1.0),
+    ]
+
+
+def test_outside_sampled_cycles_plugin_calls_are_not_timed() -> None:
+    metrics = ObservedMetrics()
+    handle = Handle(scheduler_name="prof", metrics=metrics, now=lambda: 0.0)
+    fwk = framework(
+        pre_filters=[PreFilterFixed("PF", SUCCESS)],
+        filters=[FilterByName("First", {})],
+        scores=[(ScoreByTable("A", {"n1": 10}), 1)],
+        handle=handle,
+        name="prof",
+    )
+    state, pod, nodes = sampled_state(False), make_pod("p").pod(), [node_info(make_node("n1"))]
+
+    fwk.run_pre_filter(state, pod, nodes)
+    fwk.run_filter_plugins(state, pod, nodes[0])
+    fwk.run_score(state, pod, nodes)
+
+    assert [name for name, _, _ in metrics.observed if name == PLUGIN_METRIC] == []
+    assert len(metrics.observed) == 2  # the extension points are still timed

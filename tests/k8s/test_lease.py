@@ -386,3 +386,32 @@ async def test_a_long_running_term_does_not_hold_up_renewals(
 
     assert term_state == ["running", "cancelled"]
     assert leases.leases["my-scheduler"]["spec"]["holderIdentity"] == ""
+
+
+async def test_a_leader_that_stops_renewing_becomes_unhealthy_after_the_tolerance(
+    leases: LeaseServer, api: Api, vclock: VirtualClock
+) -> None:
+    candidate = elector(api, vclock)
+    assert await candidate.try_acquire_or_renew()
+
+    vclock.advance_to(START + 15 + 20)  # leaseDuration + tolerance: still within
+    assert candidate.renewal_problem(tolerance=20.0) is None
+    vclock.advance_to(START + 15 + 20.5)
+    assert candidate.renewal_problem(tolerance=20.0) == (
+        "failed election to renew leadership on lease my-scheduler"
+    )
+
+    assert await candidate.try_acquire_or_renew()  # a renewal makes it healthy again
+    assert candidate.renewal_problem(tolerance=20.0) is None
+
+
+async def test_a_follower_is_healthy_however_old_its_view_of_the_lease(
+    leases: LeaseServer, api: Api, vclock: VirtualClock
+) -> None:
+    leases.put_lease("my-scheduler", spec_of("other", at(0)))
+    candidate = elector(api, vclock)
+    assert not await candidate.try_acquire_or_renew()
+
+    vclock.advance_to(START + 3600)
+
+    assert candidate.renewal_problem(tolerance=20.0) is None

@@ -21,7 +21,7 @@ def test_every_definition_is_exposed_in_a_registry_of_its_own() -> None:
         name = definition.name.removesuffix("_total") if definition.kind == "counter" else None
         family = families[name or definition.name]
         assert family.type == definition.kind
-        assert family.documentation == definition.help
+        assert family.documentation == definition.exposed_help
     assert REGISTRY.get_sample_value(m.PREEMPTION_ATTEMPTS) is None
 
 

@@ -256,3 +256,55 @@ async def test_the_loop_takes_the_next_pod_only_once_a_failures_status_patch_is_
     assert patched == ["default/big"]
     assert conditions(sim, "default/big")["PodScheduled"]["reason"] == "Unschedulable"
     assert sim.cluster.pods["default/small"]["spec"]["nodeName"] == "n1"
+
+
+async def test_about_one_cycle_in_ten_times_its_plugins() -> None:
+    """As upstream's pluginMetricsSamplePercent: per-plugin durations for a sample of cycles."""
+    sim = Simulation(default_config())
+    scheduler = sim.start()
+    choose = scheduler.algorithm.schedule_pod
+    sampled: list[bool] = []
+
+    def spy(framework: Any, state: Any, pod: Any, snapshot: Any) -> Any:
+        sampled.append(state.record_plugin_metrics)
+        return choose(framework, state, pod, snapshot)
+
+    scheduler.algorithm.schedule_pod = spy  # type: ignore[method-assign]
+    sim.apply(make_node("n1").capacity(cpu="100", memory="100Gi", pods=500).obj())
+    for i in range(300):
+        sim.apply(pod(f"p{i}", cpu="10m").obj())
+    await sim.run_until_quiet()
+
+    assert len(sampled) == 300
+    assert 15 <= sum(sampled) <= 45
+
+
+async def test_the_loop_reports_when_it_last_advanced_and_when_it_waits_for_work() -> None:
+    sim = Simulation(default_config())
+    scheduler = sim.start()
+    real_writer = scheduler.status_writer
+    release = asyncio.Event()
+
+    class HeldWriter:
+        async def patch_status(self, pod: PodRef, patch: PodStatusPatch) -> None:
+            await release.wait()
+            await real_writer.patch_status(pod, patch)
+
+    scheduler.status_writer = HeldWriter()
+    sim.apply(make_node("n1").capacity(cpu="1", memory="4Gi", pods=10).obj())
+    sim.apply(pod("big", cpu="2").obj())
+    stop = asyncio.Event()
+    running = asyncio.create_task(scheduler.run(stop))
+    for _ in range(200):
+        await asyncio.sleep(0)
+    assert scheduler.cycle == 1
+    assert scheduler.last_advanced == sim.clock.now()  # on a step: the held status patch
+
+    release.set()
+    for _ in range(200):
+        await asyncio.sleep(0)
+    assert scheduler.last_advanced is None  # nothing left to pop
+
+    stop.set()
+    await running
+    await scheduler.drain()

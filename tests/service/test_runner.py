@@ -7,6 +7,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 
 from kopf_scheduler.config.loader import default_config
 from kopf_scheduler.k8s.client import Api
+from kopf_scheduler.k8s.metrics import PrometheusMetrics
 from kopf_scheduler.k8s.ratelimit import TokenBucket, limiter_for
 from kopf_scheduler.k8s.storage import ApiStorageWriter
 from kopf_scheduler.service.runner import Operator, RunOptions
@@ -40,5 +41,48 @@ async def test_volume_binding_writes_share_the_binding_budget_and_the_watched_st
         assert isinstance(handle.storage_writer, ApiStorageWriter)
         assert handle.storage_writer._api is api
         assert handle.storage is operator.store.storage  # what the watches fill
+    finally:
+        await api.close()
+
+
+async def test_leadership_is_reported_as_client_gos_leader_election_gauge() -> None:
+    config = default_config()
+    assert config.leader_election.leader_elect
+    api = Api(ApiClient(Configuration(host="http://127.0.0.1:9")))
+    try:
+        operator = Operator(config, RunOptions(), api)
+        sample = operator.metrics.registry.get_sample_value
+        labels = {"name": config.leader_election.resource_name}
+
+        assert sample("leader_election_master_status", labels) == 0
+        operator._started_leading()
+        assert sample("leader_election_master_status", labels) == 1
+        operator._stopped_leading()
+        assert sample("leader_election_master_status", labels) == 0
+    finally:
+        await api.close()
+
+
+async def test_healthz_watches_the_lease_renewals_and_the_scheduling_loop() -> None:
+    api = Api(ApiClient(Configuration(host="http://127.0.0.1:9")))
+    try:
+        operator = Operator(default_config(), RunOptions(), api)
+
+        checks = {check.name: check for check in operator.health._checks}
+        assert list(checks) == ["ping", "leaderElection", "scheduling-loop"]
+        operator.scheduler.last_advanced = operator.clock.now() - 3600
+        assert checks["scheduling-loop"].problem() is not None
+    finally:
+        await api.close()
+
+
+async def test_the_api_client_reports_to_the_operators_metrics() -> None:
+    metrics = PrometheusMetrics()
+    api = Api(ApiClient(Configuration(host="http://127.0.0.1:9")), metrics=metrics)
+    try:
+        operator = Operator(default_config(), RunOptions(), api, metrics=metrics)
+
+        assert operator.metrics is metrics
+        assert operator.events._api.metrics is metrics  # the events' own budget, same sink
     finally:
         await api.close()

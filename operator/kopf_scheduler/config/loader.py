@@ -1,19 +1,27 @@
 """Read a KubeSchedulerConfiguration file into :class:`SchedulerConfig`, strictly.
 
-Strict means: every field we do not know is an error (upstream decodes strictly too), every value
-is type- and range-checked, and every error names the field path so that an admin can fix the
+Strict means: every field we do not know is an error (upstream decodes strictly too), a key
+written twice is an error, every value is type- and range-checked (including the int32 and int64
+bounds of upstream's Go types), and every error names the field path so that an admin can fix the
 ConfigMap without guessing.
+
+Every field of the v1 API is either honoured or named in a warning when it is set to something
+kopf-scheduler does not do (``parallelism``, profiling, ``delayCacheUntilActive``, a protobuf
+content type), so a config copied from kube-scheduler never silently means less than it says.
+A profile named ``default-scheduler`` is valid but is warned about: kube-scheduler serves that
+name, and two schedulers would bind the same pods.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from kopf_scheduler.config.errors import ConfigError
+from kopf_scheduler.config.documents import DocumentError, decode_utf8, load_yaml
+from kopf_scheduler.config.errors import ConfigError, ConfigWarning
 from kopf_scheduler.config.types import (
     DEFAULT_SCHEDULER_NAME,
     EXTENSION_POINT_NAMES,
@@ -30,6 +38,15 @@ from kopf_scheduler.model.duration import go_duration_seconds
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
+UPSTREAM_DEFAULT_SCHEDULER = "default-scheduler"
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+FLOAT32_MAX = 3.4028234663852886e38
+JSON_CONTENT_TYPE = "application/json"
+PROTOBUF_CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
+DEFAULT_QPS = 50.0
+DEFAULT_PARALLELISM = 16
+DEFAULT_BURST = 100
 _TOP_LEVEL = {
     "apiVersion",
     "kind",
@@ -46,13 +63,36 @@ _TOP_LEVEL = {
     "delayCacheUntilActive",
     "kopfScheduler",
 }
+_NOT_IN_V1 = {
+    "podMaxInUnschedulablePodsDuration": (
+        "not part of the v1 API (kube-scheduler has it only as the deprecated flag "
+        "--pod-max-in-unschedulable-pods-duration); unschedulable pods are retried after 5m here"
+    ),
+    "schedulerName": "moved into profiles[].schedulerName in the v1 API",
+    "algorithmSource": "removed from the API; configure plugins in profiles[].plugins",
+}
+"""Fields admins carry over from older versions, with what to do instead."""
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    """A valid configuration and the warnings about fields it sets but does not get."""
+
+    config: SchedulerConfig
+    warnings: tuple[ConfigWarning, ...] = ()
+
+
+def _shown(value: Any) -> str:
+    """``value`` for an error message, cut short so the message stays one readable line."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _mapping(value: Any, field: str) -> Mapping[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise ConfigError(field, f"must be an object, got {value!r}")
+        raise ConfigError(field, f"must be an object, got {_shown(value)}")
     return value
 
 
@@ -60,7 +100,8 @@ def _check_fields(raw: Mapping[str, Any], allowed: set[str], field: str) -> None
     for key in raw:
         if key not in allowed:
             path = f"{field}.{key}" if field else key
-            raise ConfigError(path, "unknown field")
+            hint = _NOT_IN_V1.get(key) if not field else None
+            raise ConfigError(path, f"unknown field; {hint}" if hint else "unknown field")
 
 
 def _int(
@@ -76,7 +117,7 @@ def _int(
     value = raw[key]
     path = f"{field}.{key}" if field else key
     if not isinstance(value, int) or isinstance(value, bool):
-        raise ConfigError(path, f"must be an integer, got {value!r}")
+        raise ConfigError(path, f"must be an integer, got {_shown(value)}")
     if low is not None and value < low:
         raise ConfigError(path, f"must be at least {low}, got {value}")
     if high is not None and value > high:
@@ -85,11 +126,12 @@ def _int(
 
 
 def _bool(raw: Mapping[str, Any], key: str, field: str, default: bool) -> bool:
-    if key not in raw:
+    if raw.get(key) is None:
         return default
     value = raw[key]
     if not isinstance(value, bool):
-        raise ConfigError(f"{field}.{key}", f"must be true or false, got {value!r}")
+        path = f"{field}.{key}" if field else key
+        raise ConfigError(path, f"must be true or false, got {_shown(value)}")
     return value
 
 
@@ -98,17 +140,19 @@ def _str(raw: Mapping[str, Any], key: str, field: str, default: str) -> str:
         return default
     value = raw[key]
     if not isinstance(value, str):
-        raise ConfigError(f"{field}.{key}" if field else key, f"must be a string, got {value!r}")
+        raise ConfigError(
+            f"{field}.{key}" if field else key, f"must be a string, got {_shown(value)}"
+        )
     return value
 
 
 def parse_duration(value: Any, field: str) -> float:
     """A Go duration string (``15s``, ``1m30s``, ``250ms``) in seconds, not negative."""
     if not isinstance(value, str) or not value:
-        raise ConfigError(field, f"must be a duration such as '15s', got {value!r}")
+        raise ConfigError(field, f"must be a duration such as '15s', got {_shown(value)}")
     seconds = go_duration_seconds(value)
     if seconds is None or seconds < 0 or value.strip("+-") == "0":
-        raise ConfigError(field, f"not a valid duration: {value!r}")
+        raise ConfigError(field, f"not a valid duration: {_shown(value)}")
     return seconds
 
 
@@ -219,23 +263,96 @@ def _leader_election(raw: Any) -> LeaderElection:
     )
 
 
-def _client_connection(raw: Any) -> ClientConnection:
+def _client_connection(raw: Any, warnings: list[ConfigWarning]) -> ClientConnection:
+    """The API client settings, defaulted as kube-scheduler defaults them.
+
+    ``qps`` 0 and ``burst`` 0 mean the defaults (50 and 100); a negative ``qps`` turns client-side
+    rate limiting off, as in client-go. Requests and replies are always JSON: the scheduler reads
+    raw JSON, so a protobuf content type is accepted with a warning and anything else is refused.
+    """
     field = "clientConnection"
     raw = _mapping(raw, field)
     _check_fields(raw, {"kubeconfig", "qps", "burst", "contentType", "acceptContentTypes"}, field)
-    qps = raw.get("qps", 50.0)
-    if isinstance(qps, bool) or not isinstance(qps, int | float) or qps < 0:
-        raise ConfigError(f"{field}.qps", f"must be a non-negative number, got {qps!r}")
-    burst = _int(raw, "burst", field, 100, low=0)
+    qps = raw.get("qps", DEFAULT_QPS)
+    if qps is None:
+        qps = DEFAULT_QPS
+    if isinstance(qps, bool) or not isinstance(qps, int | float):
+        raise ConfigError(f"{field}.qps", f"must be a number, got {_shown(qps)}")
+    if not math.isfinite(qps) or abs(qps) > FLOAT32_MAX:
+        raise ConfigError(f"{field}.qps", f"must be a finite 32-bit float, got {_shown(qps)}")
+    burst = _int(raw, "burst", field, DEFAULT_BURST, low=0, high=INT32_MAX)
     assert burst is not None
-    if qps > 0 and burst == 0:
-        raise ConfigError(f"{field}.burst", "must be at least 1 when qps is positive")
+    content_type = _str(raw, "contentType", field, "")
+    if content_type == PROTOBUF_CONTENT_TYPE:
+        warnings.append(
+            ConfigWarning(
+                f"{field}.contentType",
+                f"{PROTOBUF_CONTENT_TYPE} is not used; requests and replies are JSON",
+            )
+        )
+    elif content_type not in ("", JSON_CONTENT_TYPE):
+        raise ConfigError(
+            f"{field}.contentType",
+            f"must be {JSON_CONTENT_TYPE} or {PROTOBUF_CONTENT_TYPE}, got {_shown(content_type)}",
+        )
+    accept = _str(raw, "acceptContentTypes", field, "")
+    offered = {part.split(";")[0].strip() for part in accept.split(",") if part.strip()}
+    if offered and JSON_CONTENT_TYPE not in offered:
+        warnings.append(
+            ConfigWarning(
+                f"{field}.acceptContentTypes",
+                f"ignored; replies are always requested as {JSON_CONTENT_TYPE}",
+            )
+        )
     return ClientConnection(
         _str(raw, "kubeconfig", field, ""),
-        float(qps),
-        burst,
-        _str(raw, "contentType", field, "application/json"),
+        float(qps) if qps else DEFAULT_QPS,
+        burst or DEFAULT_BURST,
+        JSON_CONTENT_TYPE,
     )
+
+
+def _parallelism(raw: Mapping[str, Any], warnings: list[ConfigWarning]) -> int:
+    """Validated as upstream validates it, kept (and written back), but it changes nothing.
+
+    A value other than kube-scheduler's default is warned about: whoever set it expected more
+    (or less) concurrency.
+    """
+    parallelism = _int(raw, "parallelism", "", None, low=1, high=INT32_MAX)
+    if parallelism is None or parallelism == DEFAULT_PARALLELISM:
+        return DEFAULT_PARALLELISM
+    warnings.append(
+        ConfigWarning(
+            "parallelism",
+            "has no effect: filters and scores run on one core, so the decisions do not "
+            "depend on it",
+        )
+    )
+    return parallelism
+
+
+def _unsupported_fields(raw: Mapping[str, Any], warnings: list[ConfigWarning]) -> None:
+    """Profiling, delayed caches and extenders: warned about when on, refused for extenders.
+
+    kube-scheduler's defaults for the first three (profiling on) describe its own process; a
+    config that turns them on is warned about, so the admin knows they change nothing here.
+    """
+    for key in ("enableProfiling", "enableContentionProfiling"):
+        if _bool(raw, key, "", False):
+            warnings.append(ConfigWarning(key, "has no effect: no profiling endpoints are served"))
+    if _bool(raw, "delayCacheUntilActive", "", False):
+        warnings.append(
+            ConfigWarning(
+                "delayCacheUntilActive",
+                "has no effect: every replica fills its caches at start, so that a follower "
+                "takes over at once",
+            )
+        )
+    extenders = raw.get("extenders")
+    if extenders is not None and not isinstance(extenders, list):
+        raise ConfigError("extenders", f"must be a list, got {_shown(extenders)}")
+    if extenders:
+        raise ConfigError("extenders", "scheduler extenders are not supported")
 
 
 def _explanations(raw: Any) -> Explanations:
@@ -261,19 +378,25 @@ def _extensions(raw: Any) -> Extensions:
     )
 
 
-def parse_config(raw: Any) -> SchedulerConfig:
-    """Parse and validate a configuration object; raise ConfigError naming the field."""
+def check_config(raw: Any) -> LoadedConfig:
+    """Parse and validate a configuration object; raise ConfigError naming the field.
+
+    The result carries the warnings about fields that are set but have no effect here.
+    """
     from kopf_scheduler.config.profiles import validate_profiles
 
+    if raw is None:
+        raise ConfigError("", f"the configuration is empty; it needs apiVersion {API_VERSION}")
     raw = _mapping(raw, "")
     api_version = raw.get("apiVersion")
     if api_version != API_VERSION:
-        raise ConfigError("apiVersion", f"must be {API_VERSION!r}, got {api_version!r}")
+        raise ConfigError("apiVersion", f"must be {API_VERSION!r}, got {_shown(api_version)}")
     if raw.get("kind") != KIND:
-        raise ConfigError("kind", f"must be {KIND!r}, got {raw.get('kind')!r}")
+        raise ConfigError("kind", f"must be {KIND!r}, got {_shown(raw.get('kind'))}")
     _check_fields(raw, _TOP_LEVEL, "")
-    if raw.get("extenders"):
-        raise ConfigError("extenders", "scheduler extenders are not supported")
+    warnings: list[ConfigWarning] = []
+    _unsupported_fields(raw, warnings)
+    parallelism = _parallelism(raw, warnings)
     profiles_raw = raw.get("profiles")
     if profiles_raw is None:
         profiles: tuple[Profile, ...] = (Profile(),)
@@ -288,17 +411,23 @@ def parse_config(raw: Any) -> SchedulerConfig:
                 f"profiles[{index}].schedulerName", f"duplicate profile {profile.scheduler_name!r}"
             )
         seen.add(profile.scheduler_name)
+        if profile.scheduler_name == UPSTREAM_DEFAULT_SCHEDULER:
+            warnings.append(
+                ConfigWarning(
+                    f"profiles[{index}].schedulerName",
+                    f"{UPSTREAM_DEFAULT_SCHEDULER!r} is the name kube-scheduler serves; if it "
+                    "runs too, both schedulers take the same pods and bind them independently",
+                )
+            )
     percentage = _int(raw, "percentageOfNodesToScore", "", None, low=0, high=100)
-    initial = _int(raw, "podInitialBackoffSeconds", "", 1, low=1)
-    maximum = _int(raw, "podMaxBackoffSeconds", "", 10, low=1)
+    initial = _int(raw, "podInitialBackoffSeconds", "", 1, low=1, high=INT64_MAX)
+    maximum = _int(raw, "podMaxBackoffSeconds", "", 10, low=1, high=INT64_MAX)
     assert initial is not None and maximum is not None
     if maximum < initial:
         raise ConfigError(
             "podMaxBackoffSeconds",
             f"must be greater than or equal to podInitialBackoffSeconds ({initial})",
         )
-    parallelism = _int(raw, "parallelism", "", 16, low=1)
-    assert parallelism is not None
     config = SchedulerConfig(
         profiles=profiles,
         percentage_of_nodes_to_score=percentage,
@@ -306,28 +435,41 @@ def parse_config(raw: Any) -> SchedulerConfig:
         pod_max_backoff_seconds=float(maximum),
         parallelism=parallelism,
         leader_election=_leader_election(raw.get("leaderElection")),
-        client_connection=_client_connection(raw.get("clientConnection")),
+        client_connection=_client_connection(raw.get("clientConnection"), warnings),
         extensions=_extensions(raw.get("kopfScheduler")),
     )
     validate_profiles(config)
-    return config
+    return LoadedConfig(config, tuple(warnings))
+
+
+def parse_config(raw: Any) -> SchedulerConfig:
+    """Parse and validate a configuration object; raise ConfigError naming the field."""
+    return check_config(raw).config
+
+
+def check_config_file(path: str | Path) -> LoadedConfig:
+    """Read and validate a config file; every error and warning names the file."""
+    source = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise ConfigError("", f"cannot read the file: {error.strerror or error}", source) from None
+    try:
+        raw = load_yaml(decode_utf8(data))
+    except DocumentError as error:
+        raise ConfigError("", str(error), source) from None
+    try:
+        loaded = check_config(raw)
+    except ConfigError as error:
+        raise error.with_source(source) from None
+    return LoadedConfig(
+        loaded.config, tuple(warning.with_source(source) for warning in loaded.warnings)
+    )
 
 
 def load_config(path: str | Path) -> SchedulerConfig:
     """Read and validate a config file; every error names the file."""
-    source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise ConfigError("", f"cannot read the file: {error.strerror or error}", source) from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise ConfigError("", f"not valid YAML: {error}", source) from None
-    try:
-        return parse_config(raw)
-    except ConfigError as error:
-        raise error.with_source(source) from None
+    return check_config_file(path).config
 
 
 def default_config() -> SchedulerConfig:

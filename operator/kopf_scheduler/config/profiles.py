@@ -22,7 +22,8 @@ from kopf_scheduler.model.errors import InvalidObjectError
 from kopf_scheduler.plugins import registry
 
 
-def _merge_multi_point(user: PluginSet | None) -> list[PluginRef]:
+def merged_multi_point(user: PluginSet | None) -> list[PluginRef]:
+    """The default multiPoint plugins with the user's multiPoint list applied, in order."""
     defaults = [PluginRef(name, weight) for name, weight in registry.DEFAULT_MULTI_POINT]
     if user is None:
         return defaults
@@ -83,7 +84,7 @@ def _instantiate(
 
 def build_profile_plugins(profile: Profile, handle: Handle, index: int = 0) -> ProfilePlugins:
     """Instantiate and order the plugins of ``profile``; raise ConfigError on any problem."""
-    multi_point = _merge_multi_point(profile.plugins.get("multiPoint"))
+    multi_point = merged_multi_point(profile.plugins.get("multiPoint"))
     referenced = [ref.name for ref in multi_point]
     for point, plugin_set in profile.plugins.items():
         if point != "multiPoint":

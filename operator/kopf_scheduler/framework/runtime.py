@@ -5,6 +5,11 @@ on the status; a PreFilter returning Skip skips its Filter (and a PreScore Skip 
 non-rejection failure becomes an Error naming the plugin; scores are normalised per plugin, checked
 to lie in [0, 100], then weighted and summed. Nominated pods of equal or higher priority are
 counted on a node during filtering, and the node must pass with and without them.
+
+Every run of an extension point is timed (``scheduler_framework_extension_point_duration_seconds``);
+each plugin call is timed too (``scheduler_plugin_execution_duration_seconds``), but only in the
+cycles whose state asks for it (``CycleState.record_plugin_metrics``, set for a sample of cycles),
+because per-node Filter and Score calls are many.
 """
 
 from __future__ import annotations
@@ -45,7 +50,10 @@ from kopf_scheduler.framework.types import (
     PreFilterResult,
     QueuedPodInfo,
 )
-from kopf_scheduler.metric_names import FRAMEWORK_EXTENSION_POINT_DURATION
+from kopf_scheduler.metric_names import (
+    FRAMEWORK_EXTENSION_POINT_DURATION,
+    PLUGIN_EXECUTION_DURATION,
+)
 from kopf_scheduler.model.pod import Pod
 
 MAX_TIMEOUT_SECONDS = 15 * 60.0
@@ -189,8 +197,12 @@ class Framework:
         rejector: Status | None = None
         plugins_with_nodes: set[str] = set()
         skip = state.skip_filter_plugins
+        timed = state.record_plugin_metrics
         for plugin in self.plugins.pre_filter:
+            started = self.handle.now() if timed else 0.0
             plugin_result, status = plugin.pre_filter(state, pod, nodes)
+            if timed:
+                self.observe_plugin("PreFilter", plugin.name, started, status)
             if status.is_skip():
                 skip.add(plugin.name)
                 continue
@@ -251,7 +263,10 @@ class Framework:
             if extensions is None:
                 continue
             method = extensions.add_pod if action == "AddPod" else extensions.remove_pod
+            started = self.handle.now() if state.record_plugin_metrics else 0.0
             status = method(state, pod_to_schedule, other, node_info)
+            if state.record_plugin_metrics:
+                self.observe_plugin(f"PreFilterExtension{action}", plugin.name, started, status)
             if not status.is_success():
                 message = (
                     f'running {action} on PreFilter plugin "{plugin.name}": {status.message()}'
@@ -261,10 +276,14 @@ class Framework:
 
     def run_filter_plugins(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
         skip = state.skip_filter_plugins
+        timed = state.record_plugin_metrics
         for plugin in self.plugins.filter:
             if skip and plugin.name in skip:
                 continue
+            started = self.handle.now() if timed else 0.0
             status = plugin.filter(state, pod, node_info)
+            if timed:
+                self.observe_plugin("Filter", plugin.name, started, status)
             if status.code != Code.SUCCESS:
                 if not status.is_rejected():
                     return Status(
@@ -317,7 +336,10 @@ class Framework:
         rejector = ""
         result: PostFilterResult | None = None
         for plugin in self.plugins.post_filter:
+            started = self.handle.now() if state.record_plugin_metrics else 0.0
             plugin_result, status = plugin.post_filter(state, pod, node_to_status)
+            if state.record_plugin_metrics:
+                self.observe_plugin("PostFilter", plugin.name, started, status)
             if status.is_success():
                 return plugin_result, status.with_plugin(plugin.name)
             if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -338,7 +360,10 @@ class Framework:
     def _run_pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
         skip = state.skip_score_plugins
         for plugin in self.plugins.pre_score:
+            started = self.handle.now() if state.record_plugin_metrics else 0.0
             status = plugin.pre_score(state, pod, nodes)
+            if state.record_plugin_metrics:
+                self.observe_plugin("PreScore", plugin.name, started, status)
             if status.is_skip():
                 skip.add(plugin.name)
                 continue
@@ -354,12 +379,16 @@ class Framework:
     ) -> tuple[list[NodePluginScores], Status]:
         totals = [NodePluginScores(n.name) for n in nodes]
         skip = state.skip_score_plugins
+        timed = state.record_plugin_metrics
         for plugin, weight in self.plugins.score:
             if plugin.name in skip:
                 continue
             scores: list[NodeScore] = []
             for node_info in nodes:
+                started = self.handle.now() if timed else 0.0
                 value, status = plugin.score(state, pod, node_info)
+                if timed:
+                    self.observe_plugin("Score", plugin.name, started, status)
                 if not status.is_success():
                     return [], Status.from_error(
                         RuntimeError(f'running Score plugin "{plugin.name}": {status.message()}'),
@@ -368,7 +397,10 @@ class Framework:
                 scores.append(NodeScore(node_info.name, value))
             extensions = plugin.score_extensions()
             if extensions is not None:
+                started = self.handle.now() if timed else 0.0
                 status = extensions.normalize_score(state, pod, scores)
+                if timed:
+                    self.observe_plugin("ScoreExtensionNormalize", plugin.name, started, status)
                 if not status.is_success():
                     return [], Status.from_error(
                         RuntimeError(f"running Normalize on Score plugins: {status.message()}"),
@@ -394,7 +426,10 @@ class Framework:
 
     def _run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         for plugin in self.plugins.reserve:
+            started = self.handle.now() if state.record_plugin_metrics else 0.0
             status = plugin.reserve(state, pod, node_name)
+            if state.record_plugin_metrics:
+                self.observe_plugin("Reserve", plugin.name, started, status)
             if not status.is_success():
                 if status.is_rejected():
                     return status.with_plugin(plugin.name)
@@ -408,12 +443,18 @@ class Framework:
 
     def _run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         for plugin in reversed(self.plugins.reserve):
+            started = self.handle.now() if state.record_plugin_metrics else 0.0
             plugin.unreserve(state, pod, node_name)
+            if state.record_plugin_metrics:
+                self.observe_plugin("Unreserve", plugin.name, started, SUCCESS)
 
     def _run_permit(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         waits: dict[str, float] = {}
         for plugin in self.plugins.permit:
+            started = self.handle.now() if state.record_plugin_metrics else 0.0
             status, timeout = plugin.permit(state, pod, node_name)
+            if state.record_plugin_metrics:
+                self.observe_plugin("Permit", plugin.name, started, status)
             if status.is_success():
                 continue
             if status.is_rejected():
@@ -468,7 +509,10 @@ class Framework:
 
     async def _run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         for plugin in self.plugins.pre_bind:
+            started = self.handle.now() if state.record_plugin_metrics else 0.0
             status = await plugin.pre_bind(state, pod, node_name)
+            if state.record_plugin_metrics:
+                self.observe_plugin("PreBind", plugin.name, started, status)
             if status.is_skip():
                 continue
             if not status.is_success():
@@ -487,7 +531,10 @@ class Framework:
             return Status(Code.SKIP)
         status = Status(Code.SKIP)
         for plugin in self.plugins.bind:
+            started = self.handle.now() if state.record_plugin_metrics else 0.0
             status = await plugin.bind(state, pod, node_name)
+            if state.record_plugin_metrics:
+                self.observe_plugin("Bind", plugin.name, started, status)
             if status.is_skip():
                 continue
             if not status.is_success():
@@ -504,7 +551,10 @@ class Framework:
 
     def _run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
         for plugin in self.plugins.post_bind:
+            started = self.handle.now() if state.record_plugin_metrics else 0.0
             plugin.post_bind(state, pod, node_name)
+            if state.record_plugin_metrics:
+                self.observe_plugin("PostBind", plugin.name, started, SUCCESS)
 
     # Timed entry points: scheduler_framework_extension_point_duration_seconds -------------------
 
@@ -514,6 +564,14 @@ class Framework:
             FRAMEWORK_EXTENSION_POINT_DURATION,
             self.handle.now() - started,
             {"extension_point": point, "status": status.code.label, "profile": self.scheduler_name},
+        )
+
+    def observe_plugin(self, point: str, plugin: str, started: float, status: Status) -> None:
+        """Record one call of ``plugin`` at ``point`` that began at ``started`` (sampled cycles)."""
+        self.handle.metrics.observe(
+            PLUGIN_EXECUTION_DURATION,
+            self.handle.now() - started,
+            {"plugin": plugin, "extension_point": point, "status": status.code.label},
         )
 
     def run_pre_filter(

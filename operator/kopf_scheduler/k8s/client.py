@@ -15,6 +15,12 @@ client-go) and the per-request lookup is switched off.
 
 Every request waits for the shared token bucket (``ratelimit``), is retried on overload and network
 failures (``retry``), and fails with a ``ports`` error (``errors``), never a library exception.
+
+Given a ``Metrics`` sink, the client reports what client-go reports for every Kubernetes
+component: ``rest_client_requests_total{code,method,host}`` once per attempt (retries and watch
+requests included; ``code`` is ``<error>`` when no reply came) and
+``rest_client_request_duration_seconds{verb,host}`` once per request, from the first wait for
+the rate limiter to the last reply (watches, which client-go does not time, are not timed here).
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from kopf_scheduler import __version__
+from kopf_scheduler import metric_names as m
 from kopf_scheduler.k8s.clock import MonotonicClock
 from kopf_scheduler.k8s.errors import (
     LIBRARY_EXCEPTIONS,
@@ -50,7 +57,7 @@ from kopf_scheduler.k8s.retry import (
     parse_retry_after,
     send_with_retries,
 )
-from kopf_scheduler.ports import ApiError, Clock
+from kopf_scheduler.ports import ApiError, Clock, Metrics, NullMetrics
 
 logger = logging.getLogger("kopf_scheduler.k8s.client")
 
@@ -97,7 +104,8 @@ class Api:
 
     Every request of this instance, retries included, first waits for ``limiter``; give the
     instance to every writer so they share one budget, as kube-scheduler's single client does.
-    ``clock`` times the retry backoff; ``timeout`` bounds each attempt in seconds.
+    ``clock`` times the retry backoff and the request-duration metric; ``timeout`` bounds each
+    attempt in seconds; ``metrics`` receives the ``rest_client_*`` metrics.
     """
 
     def __init__(
@@ -109,6 +117,7 @@ class Api:
         clock: Clock | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         owns_client: bool = True,
+        metrics: Metrics | None = None,
     ) -> None:
         self.client = client
         self.limiter: RateLimiter = (
@@ -119,6 +128,9 @@ class Api:
         self.timeout = timeout
         self._owns_client = owns_client
         self._background: asyncio.Task[None] | None = None
+        self.metrics: Metrics = metrics if metrics is not None else NullMetrics()
+        self.host = server_host(client)
+        """The ``host`` label of the ``rest_client_*`` metrics: the server's host:port."""
 
     def with_limiter(self, limiter: RateLimiter) -> Api:
         """A sibling on the same connection pool with its own limiter.
@@ -133,6 +145,7 @@ class Api:
             clock=self.clock,
             timeout=self.timeout,
             owns_client=False,
+            metrics=self.metrics,
         )
 
     async def close(self) -> None:
@@ -167,9 +180,17 @@ class Api:
         async def send() -> Reply:
             return await self._send(method, path, body, content_type, query)
 
-        reply = await send_with_retries(
-            send, retry if retry is not None else self.retry, self.clock, f"{method} {path}"
-        )
+        started = self.clock.now()
+        try:
+            reply = await send_with_retries(
+                send, retry if retry is not None else self.retry, self.clock, f"{method} {path}"
+            )
+        finally:
+            self.metrics.observe(
+                m.REST_CLIENT_REQUEST_DURATION,
+                self.clock.now() - started,
+                {"verb": method, "host": self.host},
+            )
         if 200 <= reply.status < 300:
             return decode(reply.body, reply.status)
         raise from_response(reply.status, reply.body, reply.reason)
@@ -233,7 +254,9 @@ class Api:
                 _request_timeout=aiohttp.ClientTimeout(total=timeout, sock_connect=DEFAULT_TIMEOUT),
             )
         except LIBRARY_EXCEPTIONS as exc:
+            self._count_attempt("GET", None)
             raise from_exception(exc) from exc
+        self._count_attempt("GET", int(response.status))
         try:
             if response.status != 200:
                 payload = await response.read()
@@ -272,16 +295,30 @@ class Api:
             finally:
                 response.release()
         except LIBRARY_EXCEPTIONS as exc:
+            self._count_attempt(method, None)
             error = from_exception(exc)
             if isinstance(error, TransportError):
                 raise error from exc
             raise error from None
+        self._count_attempt(method, int(response.status))
         return Reply(
             status=int(response.status),
             reason=str(response.reason or ""),
             retry_after=parse_retry_after(response.headers),
             body=payload,
         )
+
+    def _count_attempt(self, method: str, status: int | None) -> None:
+        code = "<error>" if status is None else str(status)
+        labels = {"code": code, "method": method, "host": self.host}
+        self.metrics.inc(m.REST_CLIENT_REQUESTS, labels)
+
+
+def server_host(client: Any) -> str:
+    """The ``host:port`` of the server ``client`` talks to, as client-go labels its metrics."""
+    configuration = getattr(client, "configuration", None)
+    server = str(getattr(configuration, "host", "") or "")
+    return urllib.parse.urlsplit(server).netloc or "none"
 
 
 def _add_items(items: list[dict[str, Any]], page: Mapping[str, Any]) -> None:
@@ -345,6 +382,7 @@ async def make_api(
     timeout: float = DEFAULT_TIMEOUT,
     retry: RetryPolicy = DEFAULT_RETRY,
     clock: Clock | None = None,
+    metrics: Metrics | None = None,
 ) -> Api:
     """An :class:`Api` for the cluster the configuration points to, limited to ``qps``/``burst``.
 
@@ -364,6 +402,7 @@ async def make_api(
         clock=clock,
         timeout=timeout,
         owns_client=True,
+        metrics=metrics,
     )
     if loader is not None:
         api._background = asyncio.create_task(_refresh_tokens(loader, configuration))

@@ -155,6 +155,20 @@ class LeaderElector:
     def path(self) -> str:
         return f"{leases_path(self.namespace)}/{self.name}"
 
+    def renewal_problem(self, tolerance: float) -> str | None:
+        """Why this candidate should be reported unhealthy, or ``None``.
+
+        A candidate that holds the Lease but has not renewed it for ``lease_duration +
+        tolerance`` seconds is stuck (a renewal loop that neither succeeds nor gives up); a
+        liveness probe should restart it, as client-go's leader-election health adaptor makes
+        kubelet do. Followers are always healthy here.
+        """
+        if not self.holds_lease():
+            return None
+        if self._clock.now() - self._observed_time > self.lease_duration + tolerance:
+            return f"failed election to renew leadership on lease {self.name}"
+        return None
+
     # One round ---------------------------------------------------------------------------------
 
     def _lease_valid(self, now: float) -> bool:

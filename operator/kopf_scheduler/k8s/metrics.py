@@ -2,8 +2,13 @@
 
 Every metric in :data:`kopf_scheduler.metric_names.DEFINITIONS` is registered up front in a
 registry of its own (not prometheus_client's global one, so tests and several schedulers in one
-process do not collide); ``/metrics`` serves :attr:`PrometheusMetrics.registry`. Labelled children
-are cached per label-value tuple, so a hot-path ``inc`` is a dict lookup and an addition.
+process do not collide), next to prometheus_client's process collector (``process_*``, as
+component-base registers client_golang's); ``/metrics`` serves
+:attr:`PrometheusMetrics.registry`. Labelled children are cached per label-value tuple, so a
+hot-path ``inc`` is a dict lookup and an addition.
+
+prometheus_client adds a ``*_created`` series to every counter and histogram unless told not to;
+kube-scheduler exposes none, so they are switched off (a process-wide setting of the library).
 
 A call with an unknown name, the wrong kind, or wrong labels is a bug in the caller; it is logged
 once per name and otherwise ignored, because a metric must never fail a scheduling cycle.
@@ -15,13 +20,22 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    disable_created_metrics,
+)
 
 from kopf_scheduler.metric_names import DEFINITIONS, MetricDef
 
 logger = logging.getLogger("kopf_scheduler.k8s.metrics")
 
 _KINDS = ("counter", "gauge", "histogram")
+
+disable_created_metrics()  # type: ignore[no-untyped-call]  # untyped in prometheus_client
 
 
 class PrometheusMetrics:
@@ -40,26 +54,28 @@ class PrometheusMetrics:
         self._complained: set[str] = set()
         for definition in definitions:
             self._register(definition)
+        ProcessCollector(registry=self.registry)
 
     def _register(self, definition: MetricDef) -> None:
         if definition.kind not in _KINDS:
             raise ValueError(f"metric {definition.name}: unknown kind {definition.kind!r}")
         labels = list(definition.labels)
+        help_text = definition.exposed_help
         metric: Any
         if definition.kind == "counter":
-            metric = Counter(definition.name, definition.help, labels, registry=self.registry)
+            metric = Counter(definition.name, help_text, labels, registry=self.registry)
         elif definition.kind == "gauge":
-            metric = Gauge(definition.name, definition.help, labels, registry=self.registry)
+            metric = Gauge(definition.name, help_text, labels, registry=self.registry)
         elif definition.buckets:
             metric = Histogram(
                 definition.name,
-                definition.help,
+                help_text,
                 labels,
                 registry=self.registry,
                 buckets=definition.buckets,
             )
         else:
-            metric = Histogram(definition.name, definition.help, labels, registry=self.registry)
+            metric = Histogram(definition.name, help_text, labels, registry=self.registry)
         self._defs[definition.name] = definition
         self._metrics[definition.name] = metric
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import random
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
@@ -101,6 +102,11 @@ class Scheduler:
         self.cycle = 0
         self.active = True
         """Only an active scheduler (the leader) pops pods; followers keep their caches warm."""
+        self._plugin_metrics_sampler = random.Random(0)
+        """Picks the cycles whose plugin calls are timed; apart from the RNG of decisions."""
+        self.last_advanced: float | None = None
+        """When :meth:`run` last took a step (a cycle, and the wait for its status patch);
+        ``None`` while it waits for work. A value that grows old means the loop is stuck."""
         self._wakeup = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self._in_scheduling_cycle = False
@@ -187,6 +193,9 @@ class Scheduler:
         self.cycle += 1
         start = self.clock.now()
         state = CycleState()
+        state.record_plugin_metrics = (
+            self._plugin_metrics_sampler.randrange(100) < m.PLUGIN_METRICS_SAMPLE_PERCENT
+        )
         try:
             self.cache.update_snapshot(self.snapshot)
             decision = self.algorithm.schedule_pod(framework, state, pod, self.snapshot)
@@ -572,6 +581,7 @@ class Scheduler:
         stop_waiter = asyncio.ensure_future(stop.wait())
         try:
             while not stop.is_set():
+                self.last_advanced = self.clock.now()
                 self._wakeup.clear()
                 if self.active and self.schedule_one():
                     patch = self._cycle_status_patch
@@ -580,6 +590,7 @@ class Scheduler:
                     else:
                         await asyncio.sleep(0)
                     continue
+                self.last_advanced = None
                 wakeup = asyncio.ensure_future(self._wakeup.wait())
                 await asyncio.wait({wakeup, stop_waiter}, return_when=asyncio.FIRST_COMPLETED)
                 wakeup.cancel()

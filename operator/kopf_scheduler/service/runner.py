@@ -1,11 +1,14 @@
 """``kopf-scheduler run``: the scheduler as a process in a cluster.
 
-Order of events: read and validate the configuration (a bad file stops here, naming the field);
-connect; LIST everything into the cache (storage objects and nodes, then pods, last); serve
-/healthz, /readyz and /metrics; start kopf's watches and the node and pod reflectors; campaign
-for the Lease (only the leader pops and binds; followers keep their caches warm); schedule until
-SIGTERM or SIGINT; then stop popping, let in-flight bindings finish (or be forgotten) for a
-bounded time, release the Lease, and exit.
+Order of events: read and validate the configuration, the kubeconfig and the serving
+certificate (a bad file stops here, naming the field, exit 2); serve /healthz, /readyz and
+/metrics over HTTPS (metrics for authorized users only; a taken port stops here, exit 1);
+connect and LIST everything into the cache (storage objects and nodes, then pods, last),
+retrying with back-off while the API server cannot be reached or refuses, unready meanwhile
+(``service/startup.py``); start kopf's watches and the node and pod reflectors; campaign for the
+Lease (only the leader pops and binds; followers keep their caches warm); schedule until SIGTERM
+or SIGINT; then stop popping, let in-flight bindings finish (or be forgotten) for a bounded time,
+release the Lease, and exit.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import inspect
 import os
 import signal
 import socket
+import ssl
 import sys
 from collections.abc import Coroutine
 from dataclasses import dataclass
@@ -24,9 +28,11 @@ from typing import Any
 import kopf
 import structlog
 
+from kopf_scheduler import metric_names as m
 from kopf_scheduler.assembly import ClusterView, Ports, build_scheduler
 from kopf_scheduler.config.errors import ConfigError
-from kopf_scheduler.config.loader import default_config, load_config
+from kopf_scheduler.config.kubeconfig import check_kubeconfig
+from kopf_scheduler.config.loader import LoadedConfig, check_config_file, default_config
 from kopf_scheduler.config.types import SchedulerConfig
 from kopf_scheduler.gc_tuning import freeze_current_objects, tune_for_large_heap
 from kopf_scheduler.handlers.watching import apply_settings, register
@@ -36,7 +42,9 @@ from kopf_scheduler.informer.workloads import WorkloadIndex
 from kopf_scheduler.k8s.binder import ApiBinder
 from kopf_scheduler.k8s.client import Api, make_api
 from kopf_scheduler.k8s.clock import WallClock
+from kopf_scheduler.k8s.delegated_auth import DelegatedAuth
 from kopf_scheduler.k8s.deleter import ApiPodDeleter
+from kopf_scheduler.k8s.errors import ClientConfigError
 from kopf_scheduler.k8s.events import ApiEventRecorder
 from kopf_scheduler.k8s.lease import LeaderElector
 from kopf_scheduler.k8s.metrics import PrometheusMetrics
@@ -49,15 +57,29 @@ from kopf_scheduler.ports import ApiError
 from kopf_scheduler.scheduler.loop import Scheduler
 from kopf_scheduler.service.annotations import StatusAnnotationWriter
 from kopf_scheduler.service.explanations import ExplanationRecorder
-from kopf_scheduler.service.health import HealthServer
+from kopf_scheduler.service.health import (
+    PING,
+    PROBE_PATHS,
+    HealthCheck,
+    HealthServer,
+    loop_progress_check,
+)
+from kopf_scheduler.service.serving_cert import ServingCertError, server_ssl_context
+from kopf_scheduler.service.startup import EndlessBackoffs, StartupError, list_until_synced
 from kopf_scheduler.service.sync import COLLECTIONS, Synchronizer
 
 logger = structlog.get_logger("kopf_scheduler.service")
 
+EXIT_RUNTIME = 1
 EXIT_CONFIG = 2
 SHUTDOWN_GRACE = 10.0
 CONFIRM_GRACE = 2.0
 RESYNC_PERIOD = 300.0
+LEADER_ELECTION_HEALTH_TIMEOUT = 20.0
+"""How long past leaseDuration a leader that stopped renewing stays healthy (kube-scheduler's)."""
+LOOP_STALL_LIMIT = 300.0
+"""How long one step of the scheduling loop may take before /healthz fails: longer than a status
+patch with all its retries against a slow API server."""
 PODS_PATH = "/api/v1/pods"
 NODES_PATH = "/api/v1/nodes"
 REFLECTED_KINDS = ("Node", "Pod")
@@ -78,6 +100,11 @@ class RunOptions:
     identity: str | None = None
     tune_gc: bool = False
     """Apply :mod:`kopf_scheduler.gc_tuning` (the ``run`` command does; tests leave it off)."""
+    tls_cert_file: str | None = None
+    tls_private_key_file: str | None = None
+    """The serving certificate and key; a self-signed pair is made when neither is given."""
+    always_allow_paths: tuple[str, ...] = PROBE_PATHS
+    """Paths served without authentication; add ``/metrics`` to serve it to anyone."""
 
 
 class _Lister:
@@ -117,12 +144,21 @@ async def _connection_info(api: Api) -> kopf.ConnectionInfo:
 class Operator:
     """One scheduler process; built by :func:`run`, kept as an object for tests."""
 
-    def __init__(self, config: SchedulerConfig, options: RunOptions, api: Api) -> None:
+    def __init__(
+        self,
+        config: SchedulerConfig,
+        options: RunOptions,
+        api: Api,
+        *,
+        metrics: PrometheusMetrics | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        """``metrics`` should be the sink ``api`` reports to; ``ssl_context`` None serves HTTP."""
         self.config = config
         self.options = options
         self.api = api
         self.clock = WallClock()
-        self.metrics = PrometheusMetrics()
+        self.metrics = metrics if metrics is not None else PrometheusMetrics()
         # kube-scheduler posts events through a clientset of their own (same QPS and burst, its
         # own rate limiter), so events never take a binding's place in the budget; same here, and
         # the explanation annotations, informational like events, share the events' budget.
@@ -177,13 +213,38 @@ class Operator:
                 on_started_leading=self._started_leading,
                 on_stopped_leading=self._stopped_leading,
             )
+            self._set_leader_status(0)
         self.health = HealthServer(
             host=options.health_host,
             port=options.health_port,
             registry=self.metrics.registry,
             is_synced=lambda: self.sync.synced and self.nodes.synced and self.pods.synced,
             is_leader=self.is_leader,
+            checks=self._health_checks(),
+            ssl_context=ssl_context,
+            authenticator=DelegatedAuth(informational_api, self.clock),
+            always_allow_paths=options.always_allow_paths,
         )
+
+    def _health_checks(self) -> list[HealthCheck]:
+        checks = [PING]
+        elector = self.elector
+        if elector is not None:
+            checks.append(
+                HealthCheck(
+                    "leaderElection",
+                    lambda: elector.renewal_problem(LEADER_ELECTION_HEALTH_TIMEOUT),
+                )
+            )
+        scheduler = self.scheduler
+        checks.append(
+            loop_progress_check(lambda: scheduler.last_advanced, self.clock.now, LOOP_STALL_LIMIT)
+        )
+        return checks
+
+    def _set_leader_status(self, value: int) -> None:
+        lease = self.config.leader_election.resource_name
+        self.metrics.set(m.LEADER_ELECTION_MASTER_STATUS, value, {"name": lease})
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
         self.scheduler.spawn(coroutine)
@@ -195,6 +256,7 @@ class Operator:
 
     def _started_leading(self) -> None:
         logger.info("leader_elected", lease=self.config.leader_election.resource_name)
+        self._set_leader_status(1)
         self.scheduler.active = True
         self.scheduler.notify()
 
@@ -204,6 +266,7 @@ class Operator:
             logger.info("leadership_released", lease=lease)
         else:
             logger.warning("leadership_lost", lease=lease)
+        self._set_leader_status(0)
         self.scheduler.active = False
 
     def _kopf_registry(self) -> kopf.OperatorRegistry:
@@ -217,6 +280,7 @@ class Operator:
         @kopf.on.startup(registry=registry)
         async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
             apply_settings(settings)
+            settings.networking.error_backoffs = EndlessBackoffs()
 
         return registry
 
@@ -228,11 +292,36 @@ class Operator:
             except ApiError as error:
                 logger.warning("resync_failed", reason=str(error))
 
-    async def run(self) -> int:
-        await self.events.start()
+    async def _list_all(self) -> None:
         await self.sync.list_all()
         await self.nodes.list()
         await self.pods.list()
+
+    async def _serve_health(self) -> None:
+        try:
+            await self.health.start()
+        except OSError as error:
+            # aiohttp repeats the address in strerror; the errno's own text is the useful part.
+            errno = error.errno
+            reason = os.strerror(errno) if errno and errno > 0 else (error.strerror or str(error))
+            raise StartupError(
+                f"cannot serve /healthz, /readyz and /metrics on "
+                f"{self.health.host}:{self.health.port}: {reason}"
+            ) from None
+        logger.info(
+            "serving", host=self.health.host, port=self.health.port, scheme=self.health.scheme
+        )
+
+    async def run(self) -> int:
+        """Run until stopped; :class:`StartupError` when the health port cannot be served."""
+        await self._serve_health()
+        await self.events.start()
+        if not await list_until_synced(self.api, self._list_all, self.stop):
+            logger.info("stopped_before_synced")
+            await self.events.stop()
+            await self.health.stop()
+            await self.api.close()
+            return 0
         if self.options.tune_gc:
             freeze_current_objects()
         logger.info(
@@ -241,8 +330,6 @@ class Operator:
             pods=self.scheduler.cache.pod_count(),
             pending=len(self.scheduler.queue.pending_pods()),
         )
-        await self.health.start()
-        logger.info("serving", host=self.health.host, port=self.health.port)
         kopf_stop = asyncio.Event()
         kopf_ready = asyncio.Event()
         tasks = [
@@ -337,14 +424,44 @@ async def run(options: RunOptions) -> int:
     if options.tune_gc:
         tune_for_large_heap()
     try:
-        config = load_config(options.config_path) if options.config_path else default_config()
+        loaded = (
+            check_config_file(options.config_path)
+            if options.config_path
+            else LoadedConfig(default_config())
+        )
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_CONFIG
+    config = loaded.config
+    for warning in loaded.warnings:
+        logger.warning("config_warning", field=warning.field, reason=warning.reason)
+    try:
+        ssl_context = server_ssl_context(
+            options.tls_cert_file, options.tls_private_key_file, bind_address=options.health_host
+        )
+    except ServingCertError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_CONFIG
     kubeconfig = options.kubeconfig or config.client_connection.kubeconfig or None
-    api = await make_api(kubeconfig, config.client_connection.qps, config.client_connection.burst)
-    operator = Operator(config, options, api)
+    metrics = PrometheusMetrics()
+    try:
+        check_kubeconfig(kubeconfig)
+        api = await make_api(
+            kubeconfig,
+            config.client_connection.qps,
+            config.client_connection.burst,
+            metrics=metrics,
+        )
+    except (ConfigError, ClientConfigError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_CONFIG
+    operator = Operator(config, options, api, metrics=metrics, ssl_context=ssl_context)
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, operator.stop.set)
-    return await operator.run()
+    try:
+        return await operator.run()
+    except StartupError as error:
+        await api.close()
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_RUNTIME

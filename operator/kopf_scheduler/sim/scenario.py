@@ -1,24 +1,32 @@
 """Scenario files: standard Kubernetes objects in YAML or JSON, checked before anything runs.
 
 Every problem is reported with the file, the object (kind and name, or its position) and the
-reason, so a user can fix the input; ``ScenarioError`` carries exactly that.
+reason, so a user can fix the input; ``ScenarioError`` carries exactly that. Files are read as
+strictly as the API server reads objects (``config/documents.py``: no duplicate keys, finite
+numbers, bounded nesting), and what the API server would refuse is refused here too where the
+scheduler's answer depends on it, such as negative resource quantities.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from kopf_scheduler.config.documents import (
+    DocumentError,
+    DocumentSyntaxError,
+    decode_utf8,
+    load_json,
+    load_yaml_all,
+)
 from kopf_scheduler.model.errors import InvalidObjectError
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pdb import PodDisruptionBudget
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.priority_class import PriorityClass
+from kopf_scheduler.model.quantity import parse_quantity
 from kopf_scheduler.model.storage import (
     CSIDriver,
     CSINode,
@@ -100,25 +108,27 @@ def _documents(text: str, source: str) -> list[Any]:
     documents: list[Any]
     if text.lstrip().startswith(("{", "[")):
         try:
-            loaded = json.loads(text)
-        except json.JSONDecodeError as json_error:
+            loaded = load_json(text)
+        except DocumentSyntaxError as json_error:
             # YAML flow style (``{kind: Node, ...}``) starts the same way; the JSON error is the
             # helpful one when neither parser accepts the text.
             try:
-                documents = [d for d in yaml.safe_load_all(text) if d is not None]
-            except yaml.YAMLError:
-                raise ScenarioError(
-                    source, "file", f"not valid YAML or JSON: {json_error}"
-                ) from None
+                documents = [d for d in load_yaml_all(text) if d is not None]
+            except DocumentSyntaxError:
+                raise ScenarioError(source, "file", str(json_error)) from None
+            except DocumentError as error:
+                raise ScenarioError(source, "file", str(error)) from None
             if len(documents) == 1 and isinstance(documents[0], list):
                 documents = documents[0]
+        except DocumentError as error:
+            raise ScenarioError(source, "file", str(error)) from None
         else:
             documents = loaded if isinstance(loaded, list) else [loaded]
     else:
         try:
-            documents = [d for d in yaml.safe_load_all(text) if d is not None]
-        except yaml.YAMLError as error:
-            raise ScenarioError(source, "file", f"not valid YAML or JSON: {error}") from None
+            documents = [d for d in load_yaml_all(text) if d is not None]
+        except DocumentError as error:
+            raise ScenarioError(source, "file", str(error)) from None
     flattened: list[Any] = []
     for document in documents:
         if isinstance(document, Mapping) and document.get("kind") == "List":
@@ -129,6 +139,54 @@ def _documents(text: str, source: str) -> list[Any]:
         else:
             flattened.append(document)
     return flattened
+
+
+_RESOURCE_LISTS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "Pod": (
+        ("spec", "overhead"),
+        ("spec", "resources", "requests"),
+        ("spec", "resources", "limits"),
+    ),
+    "Node": (("status", "capacity"), ("status", "allocatable")),
+}
+"""Where each kind keeps resource quantities outside its containers (pods: also per container)."""
+
+
+def _resource_lists(kind: str, obj: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """``(field path, {resource: quantity})`` for every resource list of ``obj``."""
+    found: list[tuple[str, Any]] = []
+    for path in _RESOURCE_LISTS.get(kind, ()):
+        value: Any = obj
+        for key in path:
+            value = value.get(key) if isinstance(value, Mapping) else None
+        found.append((".".join(path), value))
+    if kind == "Pod":
+        spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
+        assert isinstance(spec, Mapping)
+        for group in ("initContainers", "containers"):
+            containers = spec.get(group)
+            if not isinstance(containers, Sequence):
+                continue
+            for index, container in enumerate(containers):
+                resources = container.get("resources") if isinstance(container, Mapping) else None
+                if not isinstance(resources, Mapping):
+                    continue
+                for part in ("requests", "limits"):
+                    found.append((f"spec.{group}[{index}].resources.{part}", resources.get(part)))
+    return found
+
+
+def _check_non_negative(kind: str, obj: Mapping[str, Any]) -> None:
+    """The API server refuses negative quantities ("must be greater than or equal to 0")."""
+    for path, resources in _resource_lists(kind, obj):
+        if not isinstance(resources, Mapping):
+            continue
+        for name, quantity in resources.items():
+            field = f"{path}[{name}]"
+            if parse_quantity(quantity, field) < 0:
+                raise InvalidObjectError(
+                    field, f'Invalid value: "{quantity}": must be greater than or equal to 0'
+                )
 
 
 def _check(
@@ -161,6 +219,7 @@ def _check(
             STORAGE_KINDS[kind](obj)
         elif not isinstance((obj.get("metadata") or {}).get("name"), str):
             raise InvalidObjectError("metadata.name", "must be a non-empty string")
+        _check_non_negative(str(kind), obj)
     except InvalidObjectError as error:
         raise ScenarioError(source, described, str(error)) from None
     identity = (str(kind), described)
@@ -181,13 +240,11 @@ def load_scenario(
     for path in paths:
         source = str(path)
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            text = decode_utf8(Path(path).read_bytes())
         except OSError as error:
             raise ScenarioError(source, "file", f"cannot read: {error.strerror or error}") from None
-        except UnicodeDecodeError as error:
-            raise ScenarioError(
-                source, "file", f"not UTF-8 text: byte {error.start}: {error.reason}"
-            ) from None
+        except DocumentError as error:
+            raise ScenarioError(source, "file", str(error)) from None
         for index, document in enumerate(_documents(text, source)):
             kind, obj = _check(document, index, source, seen)
             origins[id(obj)] = source

@@ -1,0 +1,179 @@
+"""Reading YAML and JSON documents strictly, as the Kubernetes API machinery reads them.
+
+PyYAML's safe loader and Python's ``json`` are lenient where kube-scheduler and the API server
+are not: a key written twice silently replaces the first (a second ``profiles:`` drops the first
+list), ``.nan`` and ``.inf`` (``NaN`` and ``Infinity`` in JSON) become floats that no Kubernetes
+field can hold, and a document nested a few hundred levels deep ends in ``RecursionError``. The
+readers here reject all three, and turn parser errors (several lines in PyYAML) into one line
+that names the line of the file. Configuration files and scenario files both read through here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Hashable
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode
+
+MAX_DEPTH = 100
+"""The deepest nesting a document may have; Kubernetes objects stay far below it."""
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class DocumentError(ValueError):
+    """A document that cannot be read; ``line`` and ``column`` are 1-based when known."""
+
+    def __init__(self, reason: str, line: int | None = None, column: int | None = None) -> None:
+        self.reason = reason
+        self.line = line
+        self.column = column
+        where = f"line {line}" if line is not None else ""
+        if where and column is not None:
+            where += f", column {column}"
+        super().__init__(f"{where}: {reason}" if where else reason)
+
+
+class DocumentSyntaxError(DocumentError):
+    """The text does not follow the YAML or JSON grammar."""
+
+
+def decode_utf8(data: bytes) -> str:
+    """``data`` as text; bytes that are not UTF-8 are an error naming their offset."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        byte = data[error.start]
+        raise DocumentError(
+            f"not UTF-8 text: byte 0x{byte:02x} at offset {error.start} ({error.reason})"
+        ) from None
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with a depth limit, no duplicate keys and finite floats only."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                line = self.get_mark().line + 1
+                raise DocumentError(f"nested more than {MAX_DEPTH} levels deep", line)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Hashable, Any]:
+        first_lines: dict[Hashable, int] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, ScalarNode) or key_node.tag == _MERGE_TAG:
+                continue
+            key = self.construct_object(key_node)
+            line = key_node.start_mark.line + 1
+            if key in first_lines:
+                raise DocumentError(
+                    f'duplicate key "{key}" (first at line {first_lines[key]})', line
+                )
+            first_lines[key] = line
+        return super().construct_mapping(node, deep)
+
+    def construct_finite_float(self, node: ScalarNode) -> float:
+        value = self.construct_yaml_float(node)
+        if not math.isfinite(value):
+            raise DocumentError(
+                f"{node.value} is not a finite number (Kubernetes numbers are finite)",
+                node.start_mark.line + 1,
+            )
+        return value
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:float", _StrictLoader.construct_finite_float)
+
+
+def _yaml_error(error: yaml.YAMLError) -> DocumentError:
+    """PyYAML's multi-line message as one line: what went wrong and where."""
+    if isinstance(error, yaml.MarkedYAMLError):
+        mark = error.problem_mark or error.context_mark
+        parts = [part for part in (error.context, error.problem) if part]
+        reason = "not valid YAML: " + (", ".join(parts) or "parse error")
+        if mark is not None:
+            return DocumentSyntaxError(reason, mark.line + 1, mark.column + 1)
+        return DocumentSyntaxError(reason)
+    return DocumentSyntaxError("not valid YAML: " + " ".join(str(error).split()))
+
+
+def load_yaml(text: str, *, strict: bool = True) -> Any:
+    """The single YAML document in ``text`` (``None`` when there is none).
+
+    ``strict=False`` reads as the Kubernetes client libraries read kubeconfig files: duplicate
+    keys and non-finite floats pass (the last key wins); errors are still one line.
+    """
+    loader = _StrictLoader(text) if strict else yaml.SafeLoader(text)
+    try:
+        return loader.get_single_data()
+    except yaml.YAMLError as error:
+        raise _yaml_error(error) from None
+    finally:
+        loader.dispose()
+
+
+def load_yaml_all(text: str) -> list[Any]:
+    """Every YAML document in ``text``, empty ones included as ``None``."""
+    loader = _StrictLoader(text)
+    documents: list[Any] = []
+    try:
+        while loader.check_node():
+            documents.append(loader.construct_document(loader.get_node()))
+    except yaml.YAMLError as error:
+        raise _yaml_error(error) from None
+    finally:
+        loader.dispose()
+    return documents
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise DocumentError(f'duplicate key "{key}" in a JSON object')
+        result[key] = value
+    return result
+
+
+def _no_constant(name: str) -> Any:
+    raise DocumentError(f"{name} is not a finite number (Kubernetes numbers are finite)")
+
+
+def _check_depth(document: Any) -> None:
+    level: list[Any] = [document]
+    for _ in range(MAX_DEPTH):
+        level = [
+            child
+            for value in level
+            if isinstance(value, dict | list)
+            for child in (value.values() if isinstance(value, dict) else value)
+        ]
+        if not level:
+            return
+    if level:
+        raise DocumentError(f"nested more than {MAX_DEPTH} levels deep")
+
+
+def load_json(text: str) -> Any:
+    """The JSON value in ``text``, read with the same rules as :func:`load_yaml`."""
+    try:
+        document = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except json.JSONDecodeError as error:
+        raise DocumentSyntaxError(
+            f"not valid JSON: {error.msg}", error.lineno, error.colno
+        ) from None
+    except RecursionError:
+        raise DocumentError(f"nested more than {MAX_DEPTH} levels deep") from None
+    _check_depth(document)
+    return document
