@@ -1,0 +1,215 @@
+"""``docs/fidelity.md``: the figures of a campaign and every divergence with its scenario."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .campaign import ScenarioResult
+from .compare import AspectResult, Verdict
+from .normalise import ASPECTS
+from .scenario import dump
+
+INTRO = """\
+# Fidelity against kube-scheduler v1.34.10
+
+kopf-scheduler promises the decisions kube-scheduler v1.34.10 makes. The differential suite
+(`differential/`) holds it to that: it draws a scenario from a seed (nodes with sizes, zones,
+labels, taints and pod limits; running pods with priorities, grace periods, start times and
+PDBs; pending pods that arrive in waves with requests, priorities, node affinity, inter-pod
+(anti-)affinity, topology spread, tolerations, host ports and volumes), plays it on the local
+control plane once with kube-scheduler v1.34.10 (`default-scheduler`, default configuration)
+and once with kopf-scheduler (same back-off), and compares what `kubectl` shows afterwards:
+
+| aspect | what is compared |
+|---|---|
+| placements | the final node of every pod (or pending, or deleted) |
+| victims | the pods that were preempted |
+| nominations | every `nominatedNodeName` a pod showed, in order |
+| conditions | the final `PodScheduled` condition, message included |
+| events | each pod's distinct `FailedScheduling`, `Preempted`, `Scheduled` Events, repeats marked |
+| disruption_targets | the `DisruptionTarget` condition of each victim |
+| claims | the volume each claim was bound to |
+
+Names, UIDs, the namespace and the scheduler's name are normalised away. Where ours differs,
+both run the scenario again (upstream up to three times, ours twice), and each pod that differs
+is judged on its own: *upstream-nondeterministic* when upstream's runs disagree on it
+(kube-scheduler picks at random among equally good nodes, and timing decides some races, for
+example whether a retry comes before or after a victim is gone); *ours-nondeterministic* when
+upstream agrees with itself and one of our runs matched it but another did not; a *true
+divergence* when every upstream run agrees and none of ours matches. A difference can cascade:
+once one pod lands elsewhere, later decisions see another cluster, so the first difference in
+a scenario is the one to read. Profiles: `mixed` (every filter and score, volumes included) and
+`preemption` (full nodes, bursts of high-priority pods, PDBs, ReadWriteOncePod claims).
+"""
+
+RERUN = """\
+## Running it
+
+```bash
+make differential SEEDS=1-50            # both profiles, writes this file (about 1 min a scenario)
+make differential-ci                    # the saved cases and a few seeds, for CI
+.venv/bin/python -m differential show preemption-7     # a scenario as YAML
+.venv/bin/python -m differential run preemption-7      # one scenario, the comparison printed
+.venv/bin/python -m differential reduce preemption-7 --aspect events --out differential/cases/x.yaml
+```
+
+The suite starts a control plane of its own without any other node (`DIFFERENTIAL_CLUSTER_DIR`,
+default `~/.cache/kopf-scheduler/differential`), because `FailedScheduling` messages count
+every node of the cluster. Raw records of every run are kept under `--out` (default
+`/tmp/kopf-differential`) for a closer look.
+"""
+
+
+@dataclass
+class CampaignInfo:
+    command: str
+    date: str
+    seconds: float
+    upstream_runs: int
+    ours_runs: int
+
+
+def _duration(seconds: float) -> str:
+    minutes = round(seconds / 60)
+    return f"{minutes // 60} h {minutes % 60} min" if minutes >= 60 else f"{minutes} min"
+
+
+def _verb(count: int, singular: str, plural: str) -> str:
+    return singular if count == 1 else plural
+
+
+def _value(value: Any) -> str:
+    if value is None:
+        return "(absent)"
+    if isinstance(value, list):
+        return "\n".join(f"  - {item}" for item in value) if value else "  (none)"
+    return str(value)
+
+
+def _side(name: str, runs: int, values: list[Any]) -> list[str]:
+    if len(values) == 1:
+        agree = f" ({runs} runs agree)" if runs > 1 else ""
+        return [f"  {name}{agree}:", *("  " + line for line in _value(values[0]).splitlines())]
+    lines = []
+    for index, value in enumerate(values, start=1):
+        lines.append(f"  {name}, outcome {index} of {runs} runs:")
+        lines.extend("  " + line for line in _value(value).splitlines())
+    return lines
+
+
+def _aspect_block(result: AspectResult) -> list[str]:
+    lines = []
+    for difference in result.differences:
+        lines += [f"- `{difference.key}`: {difference.verdict.value}", "", "  ```"]
+        lines += _side("upstream", result.upstream_runs, difference.upstream)
+        lines += _side("ours", result.ours_runs, difference.ours)
+        lines.append("  ```")
+    return lines
+
+
+_SECTIONS = (
+    (Verdict.DIVERGENCE, "True divergences"),
+    (Verdict.OURS_NONDETERMINISTIC, "Ours-nondeterministic"),
+    (Verdict.UPSTREAM_NONDETERMINISTIC, "Upstream-nondeterministic"),
+)
+
+
+def _scenario_block(result: ScenarioResult, verdict: Verdict) -> list[str]:
+    comparison = result.comparison
+    aspects = comparison.of(verdict)
+    lines = [f"### {result.scenario.name}: {', '.join(r.aspect for r in aspects)}", ""]
+    lines += [f"Reproduce: `.venv/bin/python -m differential run {result.scenario.name}`", ""]
+    for aspect_result in aspects:
+        lines += [f"**{aspect_result.aspect}**", "", *_aspect_block(aspect_result), ""]
+    return [
+        *lines,
+        "<details><summary>the scenario</summary>",
+        "",
+        "```yaml",
+        dump(result.scenario).rstrip(),
+        "```",
+        "",
+        "</details>",
+        "",
+    ]
+
+
+def render(results: Sequence[ScenarioResult], info: CampaignInfo) -> str:
+    played = [r for r in results if r.error is None]
+    errors = [r for r in results if r.error is not None]
+    by_verdict: dict[Verdict, list[ScenarioResult]] = {verdict: [] for verdict in Verdict}
+    for result in played:
+        by_verdict[result.comparison.verdict].append(result)
+    counts = {verdict: len(found) for verdict, found in by_verdict.items()}
+    lines = [INTRO, "## Latest campaign", ""]
+    lines.append(f"- Command: `{info.command}`")
+    lines.append(
+        f"- {info.date}: {len(results)} scenarios in {_duration(info.seconds)}, "
+        f"up to {info.upstream_runs} upstream and {info.ours_runs} runs of ours each"
+    )
+    upstream_nd = counts[Verdict.UPSTREAM_NONDETERMINISTIC]
+    ours_nd = counts[Verdict.OURS_NONDETERMINISTIC]
+    divergent = counts[Verdict.DIVERGENCE]
+    lines.append(
+        f"- **{counts[Verdict.IDENTICAL]} of {len(played)} scenarios identical** in every "
+        f"aspect; {upstream_nd} {_verb(upstream_nd, 'differs', 'differ')} only where upstream "
+        f"disagrees with itself; {ours_nd} only where our runs disagree among themselves (and "
+        f"one matched upstream); {divergent} {_verb(divergent, 'shows', 'show')} a true "
+        "divergence" + (f"; {len(errors)} could not be played" if errors else "") + "."
+    )
+    unsettled = [r for r in played if r.unsettled]
+    if unsettled:
+        lines.append(
+            "- Runs that hit the time limit before coming to rest (compared as they were): "
+            + ", ".join(f"{r.scenario.name} ({', '.join(r.unsettled)})" for r in unsettled)
+        )
+    lines += ["", "| aspect | " + " | ".join(v.value for v in Verdict) + " |"]
+    lines.append("|---" * (len(Verdict) + 1) + "|")
+    for aspect in ASPECTS:
+        per_aspect = {verdict: 0 for verdict in Verdict}
+        for result in played:
+            per_aspect[result.comparison.aspects[aspect].verdict] += 1
+        lines.append(f"| {aspect} | " + " | ".join(str(n) for n in per_aspect.values()) + " |")
+    for verdict, title in _SECTIONS:
+        lines += ["", f"## {title}", ""]
+        if not by_verdict[verdict]:
+            lines.append("None.")
+        for result in by_verdict[verdict]:
+            lines += _scenario_block(result, verdict)
+    if errors:
+        lines += ["", "## Scenarios that could not be played", ""]
+        lines += [f"- {r.scenario.name}: {json.dumps(r.error)}" for r in errors]
+    lines += ["", RERUN]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def summary(result: ScenarioResult) -> str:
+    """One line: the scenario, its verdict and the aspects behind it."""
+    if result.error is not None:
+        return f"{result.scenario.name}: could not be played: {result.error}"
+    comparison = result.comparison
+    verdict = comparison.verdict
+    aspects = [r.aspect for r in comparison.of(verdict)] if verdict is not Verdict.IDENTICAL else []
+    detail = f" in {', '.join(aspects)}" if aspects else ""
+    runs = f"{len(result.upstream)} upstream, {len(result.ours)} ours"
+    unsettled = f", unsettled: {', '.join(result.unsettled)}" if result.unsettled else ""
+    timing = f"{runs}, {result.seconds:.0f}s{unsettled}"
+    return f"{result.scenario.name}: {verdict.value}{detail} ({timing})"
+
+
+def aspect_details(result: AspectResult) -> str:
+    return "\n".join([f"{result.aspect}: {result.verdict.value}", *_aspect_block(result)])
+
+
+def details(result: ScenarioResult) -> str:
+    """Every aspect that is not identical, with the values that differ."""
+    lines = [summary(result)]
+    if result.error is None:
+        for aspect_result in result.comparison.aspects.values():
+            if aspect_result.verdict is Verdict.IDENTICAL:
+                continue
+            lines.append(aspect_details(aspect_result))
+    return "\n".join(lines)
