@@ -295,7 +295,16 @@ def main(argv: list[str] | None = None) -> int:
     one.add_argument("--seed", type=int, default=0)
     render = sub.add_parser("render", help="print the docs section of a results file")
     render.add_argument("path")
+    image = sub.add_parser("image", help="the container image's size and idle/busy memory")
+    image.add_argument("--nodes", type=int, default=100, help="kwok nodes (default 100)")
+    image.add_argument("--pods", type=int, default=500, help="pods to bind (default 500)")
     args = parser.parse_args(argv)
+
+    if args.command == "image":
+        from bench.image import measure, render_figures
+
+        print(render_figures(measure(args.nodes, args.pods)))
+        return 0
 
     if args.command == "inprocess-one":
         from bench.inprocess import run_inprocess
