@@ -39,9 +39,10 @@ fi
 [[ $(id -u) -eq 0 ]] || fail "making $TAG needs root (debootstrap): run 'sudo $0 $RELEASE'"
 if ! command -v debootstrap > /dev/null; then
     say "installing debootstrap from Debian's archive (apt-get, as root)"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap \
-        > /dev/null
+    # Wait for another package install to finish instead of failing on dpkg's lock.
+    apt-get -o DPkg::Lock::Timeout=600 update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+        --no-install-recommends debootstrap > /dev/null
 fi
 
 apt_mirror() {

@@ -42,9 +42,10 @@ if ! command -v dockerd > /dev/null || ! buildkit_client; then
     command -v apt-get > /dev/null \
         || fail "no Docker engine or BuildKit client, and no apt-get to install Debian's docker.io"
     say "installing docker.io from Debian's archive (apt-get, as root)"
-    as_root apt-get update -qq
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        docker.io > /dev/null
+    # Wait for another package install to finish instead of failing on dpkg's lock.
+    as_root apt-get -o DPkg::Lock::Timeout=600 update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+        --no-install-recommends docker.io > /dev/null
 fi
 
 if ! engine_answers; then
