@@ -1,4 +1,4 @@
-"""``python -m differential``: campaigns, saved cases, single scenarios and their reduction.
+"""``python -m differential``: campaigns, saved cases, single scenarios, reduction, recording.
 
 Every command that plays scenarios starts (or reuses) a control plane of its own in
 ``--cluster-dir`` (default ``$DIFFERENTIAL_CLUSTER_DIR``, else
@@ -19,6 +19,7 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypedDict
 
 from e2e.localcluster.versions import cache_root
 
@@ -80,7 +81,12 @@ def _lab(args: argparse.Namespace, out: Path) -> Lab:
     return Lab(cluster_dir(args.cluster_dir), out, keep_cluster=args.keep_cluster)
 
 
-def _runs(args: argparse.Namespace) -> dict[str, int]:
+class Runs(TypedDict):
+    upstream_runs: int
+    ours_runs: int
+
+
+def _runs(args: argparse.Namespace) -> Runs:
     return {"upstream_runs": args.upstream_runs, "ours_runs": args.ours_runs}
 
 
@@ -240,6 +246,29 @@ def cmd_reduce(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_record(args: argparse.Namespace) -> int:
+    """Every upstream run first, then ours: a case holds what upstream agreed on in all of
+    them, and is written only when ours matches that already."""
+    scenario = resolve(args.scenario)
+    aspects = set(args.aspect)
+    out = Path(args.out_dir)
+    with _lab(args, out) as lab:
+        result = play(lab, scenario, **_runs(args), records=out / "runs", every_upstream_run=True)
+    _say(details(result))
+    refused = saved.refusal(result, aspects)
+    if refused is not None:
+        print(f"differential: record: {refused}; no case written", file=sys.stderr)
+        return 1
+    Path(args.out).write_text(saved.dump_case(scenario, args.finding, result.upstream))
+    recorded = saved.agreed(result.upstream)
+    held = [a for a in ASPECTS if a in recorded]
+    _say(f"case written to {args.out}, holding {', '.join(held)}")
+    wavering = [a for a in ASPECTS if a in aspects and a not in recorded]
+    if wavering:
+        _say(f"not held (upstream disagreed with itself): {', '.join(wavering)}")
+    return 0
+
+
 # -- arguments --------------------------------------------------------------------------------
 
 
@@ -311,19 +340,30 @@ def parser() -> argparse.ArgumentParser:
     playing(ci)
     ci.set_defaults(handler=cmd_ci)
 
+    def case_making(sub: argparse.ArgumentParser, out_dir: str) -> None:
+        sub.add_argument("scenario", help="<profile>-<seed> or a scenario file")
+        sub.add_argument("--aspect", action="append", required=True, choices=ASPECTS)
+        sub.add_argument("--out", required=True, help="the case file to write")
+        sub.add_argument("--finding", default="", help="what differs and why (upstream source)")
+        sub.add_argument("--cluster-dir", help="state directory of the control plane to use")
+        sub.add_argument("--keep-cluster", action="store_true")
+        sub.add_argument("--upstream-runs", type=int, default=DEFAULT_UPSTREAM_RUNS)
+        sub.add_argument("--ours-runs", type=int, default=DEFAULT_OURS_RUNS)
+        sub.add_argument("--out-dir", default=str(DEFAULT_OUT / out_dir))
+
     shrink = commands.add_parser("reduce", help="shrink a divergent scenario into a saved case")
-    shrink.add_argument("scenario", help="<profile>-<seed> or a scenario file")
-    shrink.add_argument("--aspect", action="append", required=True, choices=ASPECTS)
-    shrink.add_argument("--out", required=True, help="the case file to write")
-    shrink.add_argument("--finding", default="", help="what differs and why (upstream source)")
+    case_making(shrink, "reduce")
     shrink.add_argument("--description", help="the scenario's description")
     shrink.add_argument("--budget", type=int, default=40, help="trials at most")
-    shrink.add_argument("--cluster-dir", help="state directory of the control plane to use")
-    shrink.add_argument("--keep-cluster", action="store_true")
-    shrink.add_argument("--upstream-runs", type=int, default=DEFAULT_UPSTREAM_RUNS)
-    shrink.add_argument("--ours-runs", type=int, default=DEFAULT_OURS_RUNS)
-    shrink.add_argument("--out-dir", default=str(DEFAULT_OUT / "reduce"))
     shrink.set_defaults(handler=cmd_reduce)
+
+    record = commands.add_parser(
+        "record",
+        help="play a scenario with every upstream run and ours, and save upstream's agreed "
+        "outcome as a case (refused when ours differs from it)",
+    )
+    case_making(record, "record")
+    record.set_defaults(handler=cmd_record)
     return top
 
 

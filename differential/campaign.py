@@ -86,8 +86,13 @@ def play(
     upstream_runs: int = DEFAULT_UPSTREAM_RUNS,
     ours_runs: int = DEFAULT_OURS_RUNS,
     records: Path | None = None,
+    every_upstream_run: bool = False,
 ) -> ScenarioResult:
-    """Upstream, ours, and the reruns a candidate divergence asks for, for one scenario."""
+    """Upstream, ours, and the reruns a candidate divergence asks for, for one scenario.
+
+    With ``every_upstream_run``, upstream plays all its ``upstream_runs`` before ours, whether
+    or not ours differs: what it agrees on across them is what a saved case may record.
+    """
     started = time.monotonic()
     result = ScenarioResult(scenario)
     names = scenario.pod_names()
@@ -103,6 +108,8 @@ def play(
     try:
         with lab.stage(scenario):
             result.upstream.append(run(UPSTREAM, 1))
+            while every_upstream_run and len(result.upstream) < upstream_runs:
+                result.upstream.append(run(UPSTREAM, len(result.upstream) + 1))
             result.ours.append(run(OURS, 1))
             while side := next_rerun(result.upstream, result.ours, upstream_runs, ours_runs):
                 runs = result.upstream if side == UPSTREAM else result.ours

@@ -9,17 +9,23 @@ A case file is a scenario file with two more keys:
 Checking a case runs only ours and holds it to the recorded aspects, so it needs neither
 upstream's time nor its luck; ``--live`` runs upstream too, to see that the recording still
 holds.
+
+A case comes from ``reduce`` (a divergence shrunk) or from ``record`` (a scenario written by
+hand to hold a behaviour ours already shares with upstream). :func:`refusal` says when the
+runs behind a recording cannot make a case: a case must pass when it is written, and it must
+hold the aspects it was made for.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from .campaign import ScenarioResult
 from .compare import AspectResult, Verdict, classify
 from .normalise import ASPECTS, Outcome
 from .scenario import Scenario, ScenarioError, from_document, to_document
@@ -97,10 +103,45 @@ def dump_case(scenario: Scenario, finding: str, upstream: Sequence[Outcome]) -> 
     return yaml.safe_dump(document, sort_keys=False, width=100)
 
 
+def held_to(recorded: Outcome, ours: Outcome) -> list[AspectResult]:
+    """Each aspect of ``recorded`` against ours: identical, or a divergence."""
+    return [classify([recorded], [ours], aspect) for aspect in recorded]
+
+
 def check_case(case: Case, ours: Outcome) -> list[AspectResult]:
     """Each recorded aspect against ours: identical, or a divergence."""
-    return [classify([case.upstream], [ours], aspect) for aspect in case.upstream]
+    return held_to(case.upstream, ours)
 
 
 def failures(results: Sequence[AspectResult]) -> list[AspectResult]:
     return [result for result in results if result.verdict is not Verdict.IDENTICAL]
+
+
+def refusal(result: ScenarioResult, aspects: Collection[str]) -> str | None:
+    """Why ``result`` (every upstream run, and ours) cannot be recorded as a case meant to
+    hold ``aspects``, in one line; None when it can.
+
+    Refused: a scenario that could not be played or a run that did not settle (its outcome
+    is where the time ran out, not where the schedulers left it); upstream agreeing with itself
+    on none of ``aspects``; one of our runs differing from what upstream agreed on.
+    """
+    name = result.scenario.name
+    if result.error is not None:
+        return f"{name}: could not be played: {result.error}"
+    if result.unsettled:
+        return f"{name}: runs did not settle ({', '.join(result.unsettled)})"
+    recorded = agreed(result.upstream)
+    if not set(aspects) & set(recorded):
+        runs = len(result.upstream)
+        return (
+            f"{name}: upstream did not agree with itself in {runs} runs on any of "
+            f"{', '.join(a for a in ASPECTS if a in aspects)}: nothing to hold ours to"
+        )
+    for attempt, ours in enumerate(result.ours, start=1):
+        differing = [r.aspect for r in failures(held_to(recorded, ours))]
+        if differing:
+            return (
+                f"{name}: our run {attempt} differs from what upstream agreed on in "
+                f"{', '.join(differing)}: the case would fail as soon as it is written"
+            )
+    return None
