@@ -53,6 +53,13 @@ e2e-upstream: $(STAMP)
 	E2E_SCHEDULER=upstream $(PY) -m pytest e2e/test_volumes.py e2e/test_preemption.py \
 		-k "test_volumes or burst or takeover"
 
+## The chart and the manifests on a real node (kubelet + containerd, as root) of a control plane
+## of its own: real replicas, leader election and a handover (e2e/test_real_node.py). Builds the
+## kubelet into ~/.cache/kopf-scheduler and installs containerd from Debian when missing.
+.PHONY: e2e-real-node
+e2e-real-node: $(STAMP)
+	$(PY) -m pytest e2e/test_real_node.py -m real_node -s
+
 ## Benchmarks beside upstream kube-scheduler, recorded in docs/benchmarks.md and bench/results/:
 ## in-process S1, S4 and a scaled S2, plus end-to-end S1 when the local cluster is built.
 bench: $(STAMP)

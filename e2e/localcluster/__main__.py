@@ -1,4 +1,4 @@
-"""Command line: ``python -m e2e.localcluster up|down|status|env|build|helm|kubectl|...``.
+"""Command line: ``python -m e2e.localcluster up|down|status|env|build|helm|real-node|...``.
 
 Run from the repository root. The state directory defaults to
 ``~/.cache/kopf-scheduler/cluster`` and can be moved with ``LOCALCLUSTER_DIR``.
@@ -12,7 +12,7 @@ import shlex
 import sys
 import time
 
-from . import build
+from . import build, realnode
 from .cluster import ClusterError, LocalCluster
 
 
@@ -30,6 +30,18 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument(
         "--fresh", action="store_true", help="fail instead of reusing a running cluster"
     )
+    up.add_argument(
+        "--real-node",
+        action="store_true",
+        help="also start the real node (kubelet + containerd, as root; see README.md)",
+    )
+    up.add_argument(
+        "--image",
+        action="append",
+        default=[],
+        help="with --real-node: a Docker image to import into its containerd (repeatable; "
+        "default: kopf-scheduler:<version> when Docker has it)",
+    )
 
     down = commands.add_parser("down", help="stop every process started by `up`, remove state")
     down.add_argument("--keep-logs", action="store_true", help="keep <state>/logs")
@@ -41,6 +53,13 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("helm", help="build helm if it is missing and print its path")
     commands.add_parser("start-kube-scheduler", help="start upstream kube-scheduler")
     commands.add_parser("stop-kube-scheduler", help="stop upstream kube-scheduler")
+    real = commands.add_parser(
+        "real-node", help="start, import images into, or stop the real node of a running cluster"
+    )
+    real.add_argument("action", choices=("up", "down", "status", "import", "build"))
+    real.add_argument(
+        "--image", action="append", default=[], help="as for `up --real-node` (repeatable)"
+    )
     kubectl = commands.add_parser("kubectl", help="run the built kubectl as the admin")
     kubectl.add_argument("args", nargs=argparse.REMAINDER)
 
@@ -63,10 +82,15 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "helm":
         print(build.ensure_helm(sys.stderr))
         return 0
+    if args.command == "real-node" and args.action == "build":
+        print(build.ensure_kubelet(sys.stderr))
+        return 0
     if args.command == "up":
         cluster = LocalCluster.up(
             args.nodes, with_kube_scheduler=args.with_kube_scheduler, reuse=not args.fresh
         )
+        if args.real_node:
+            realnode.RealNode(cluster).up(_images(args.image))
         print(f"kubeconfig: {cluster.kubeconfig}")
         print(f"kubectl:    {cluster.binaries.kubectl}")
         print("run:        eval $(python -m e2e.localcluster env)")
@@ -98,6 +122,19 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "stop-kube-scheduler":
         cluster.stop_kube_scheduler()
         return 0
+    if args.command == "real-node":
+        node = realnode.RealNode(cluster)
+        if args.action == "up":
+            node.up(_images(args.image))
+        elif args.action == "import":
+            node.import_images(_images(args.image))
+        elif args.action == "down":
+            node.down()
+            print("localcluster: real node stopped and removed", file=sys.stderr)
+        else:
+            print(json.dumps(node.status(), indent=2))
+            return 0 if node.is_running() else 3
+        return 0
     if args.command == "kubectl":
         extra = args.args[1:] if args.args[:1] == ["--"] else args.args
         proc = cluster.kubectl(*extra, check=False)
@@ -105,6 +142,14 @@ def _run(args: argparse.Namespace) -> int:
         sys.stderr.write(proc.stderr)
         return proc.returncode
     raise AssertionError(args.command)
+
+
+def _images(given: list[str]) -> list[str]:
+    """The images to import: those given, else the project's image when Docker has it."""
+    if given:
+        return given
+    image = realnode.project_image()
+    return [image] if realnode.docker_has(image) else []
 
 
 if __name__ == "__main__":

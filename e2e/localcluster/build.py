@@ -13,6 +13,9 @@ versions, so they are compiled from their Go modules:
 * kwok has no ``replace`` directives and installs with plain ``go install``.
 * helm (not part of the cluster: the chart tests use it) installs the same way, with the
   version ldflags of helm's own Makefile. ``ensure_helm`` builds it on its own.
+* the kubelet (only for the optional real node, see ``realnode.py``) comes from the same
+  wrapper module and flags as the other Kubernetes commands, so it matches them exactly;
+  ``ensure_kubelet`` builds it on its own, because most runs never need it.
 
 Binaries land in ``<cache>/bin/<component>-v<version>/``; GOMODCACHE and GOCACHE live in
 ``<cache>/go/`` and are shared by all versions (both are content-addressed). Each binary is
@@ -206,7 +209,12 @@ class _Builder:
 
     # -- kubernetes ----------------------------------------------------------------------
 
-    def kubernetes(self, out_dir: Path) -> None:
+    def kubernetes(self, out_dir: Path, names: Sequence[str] = v.KUBE_BINARIES) -> None:
+        """Build the commands ``names`` of ``k8s.io/kubernetes/cmd`` into ``out_dir``.
+
+        ``go get -tool`` writes the wrapper's go.sum for exactly these commands, so each build
+        regenerates the wrapper module first (the downloads come from the module cache).
+        """
         version = v.KUBERNETES_VERSION
         staging = v.k8s_staging_version()
         src = v.cache_root() / "src" / f"k8s-v{version}"
@@ -221,8 +229,8 @@ class _Builder:
             f"replace (\n{replaces}\n)\n"
         )
         (src / "go.sum").unlink(missing_ok=True)
-        packages = [f"k8s.io/kubernetes/cmd/{name}" for name in v.KUBE_BINARIES]
-        with self.timed(f"kubernetes v{version}"):
+        packages = [f"k8s.io/kubernetes/cmd/{name}" for name in names]
+        with self.timed(f"{', '.join(names)} v{version}"):
             self.go(["get", "-tool", *(f"{pkg}@v{version}" for pkg in packages)], src)
             commit = self._k8s_commit(src)
             build_date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -254,7 +262,7 @@ class _Builder:
                 ],
                 src,
             )
-            for name in v.KUBE_BINARIES:
+            for name in names:
                 (tmp / name).replace(out_dir / name)
             shutil.rmtree(tmp, ignore_errors=True)
 
@@ -335,4 +343,22 @@ def ensure_helm(log: TextIO | None = None) -> Path:
         if not os.access(target, os.X_OK):
             target.parent.mkdir(parents=True, exist_ok=True)
             _Builder(log or sys.stderr).helm(target)
+    return target
+
+
+def kubelet_binary() -> Path:
+    return v.k8s_bin_dir() / "kubelet"
+
+
+def ensure_kubelet(log: TextIO | None = None) -> Path:
+    """Build the kubelet (same version, module and flags as the cluster) when it is missing."""
+    target = kubelet_binary()
+    if os.access(target, os.X_OK):
+        return target
+    if shutil.which("go") is None:
+        raise BuildError("`go` is not on PATH; it is needed to build the kubelet")
+    with _build_lock():
+        if not os.access(target, os.X_OK):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _Builder(log or sys.stderr).kubernetes(target.parent, ("kubelet",))
     return target

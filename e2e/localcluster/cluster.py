@@ -67,6 +67,9 @@ KCM_CONTROLLERS = (
     "ephemeral-volume",
     "pvc-protection",
     "pv-protection",
+    # The ConfigMap kube-root-ca.crt in every namespace: the CA that pods on the real node
+    # (realnode.py) mount with their ServiceAccount token to trust the API server.
+    "root-ca-cert-publisher",
 )
 # Start order; `down` stops in the reverse order.
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kwok", "kube-scheduler")
@@ -86,6 +89,7 @@ _OWNED = (
     "admin.kubeconfig",
     "scheduler.kubeconfig",
     "stages.yaml",
+    "real-node",
 )
 
 
@@ -456,6 +460,9 @@ class LocalCluster:
             "--authorization-mode=Node,RBAC",
             f"--token-auth-file={self.state_dir / 'tokens.csv'}",
             "--allow-privileged=true",
+            # The real node (realnode.py) is registered with an InternalIP on this machine, but
+            # its Hostname address resolves nowhere: `kubectl logs` and `exec` go by the IP.
+            "--kubelet-preferred-address-types=InternalIP,Hostname",
             "--profiling=false",
             "--v=1",
         ]
@@ -488,6 +495,9 @@ class LocalCluster:
                 "--leader-elect=false",
                 "--use-service-account-credentials=false",
                 f"--controllers={','.join(KCM_CONTROLLERS)}",
+                # Published as kube-root-ca.crt: the serving certificate (and its CA), which
+                # covers the `kubernetes` Service IP.
+                f"--root-ca-file={self.ca_file}",
                 "--node-monitor-period=5s",
                 "--node-monitor-grace-period=40s",
                 # The PV controller's periodic sync (default 15 s) is also its retry: a binding
@@ -584,6 +594,10 @@ class LocalCluster:
 
     def down(self, timeout: float = 10, keep_logs: bool = False) -> None:
         """Stop every recorded process (SIGTERM, then SIGKILL) and remove the state."""
+        if self._state.get("real_node"):
+            from .realnode import RealNode  # realnode builds on this module
+
+            RealNode(self).down(timeout=timeout, keep_logs=keep_logs)
         rank = {name: index for index, name in enumerate(COMPONENTS)}
         for name in sorted(self.processes(), key=lambda n: rank.get(n, len(rank)), reverse=True):
             self._stop(name, timeout)
@@ -630,6 +644,7 @@ class LocalCluster:
                 for name, proc in procs.items()
             },
             "apiserver_ready": bool(procs) and self._apiserver_ready(),
+            "real_node": self._state.get("real_node"),
         }
 
     # -- nodes ---------------------------------------------------------------------------
