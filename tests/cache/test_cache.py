@@ -70,13 +70,27 @@ def test_assumed_pod_expires_after_ttl_once_binding_finished() -> None:
     assert cache.get_node_info("n1").requested.milli_cpu == 0  # type: ignore[union-attr]
 
 
-def test_forget_of_added_pod_is_an_error() -> None:
+def test_forgetting_a_pod_the_watch_already_confirmed_keeps_it() -> None:
+    """A binding whose reply was lost after the watch confirmed it: nothing left to forget."""
     cache = Cache(FakeClock())
     cache.add_node(make_node("n1").node())
-    pod = make_pod("p").node("n1").pod()
+    pod = make_pod("p").req(cpu="1").pod().assigned_to("n1")
+    cache.assume_pod(pod)
     cache.add_pod(pod)
-    with pytest.raises(CacheError):
-        cache.forget_pod(pod)
+    assert cache.is_confirmed_on(pod, "n1")
+    assert cache.forget_pod(pod) is False
+    assert cache.get_node_info("n1").requested.milli_cpu == 1000  # type: ignore[union-attr]
+    assert cache.get_pod(pod.uid) is not None
+
+
+def test_forgetting_an_assumed_pod_undoes_it() -> None:
+    cache = Cache(FakeClock())
+    cache.add_node(make_node("n1").node())
+    pod = make_pod("p").req(cpu="1").pod().assigned_to("n1")
+    cache.assume_pod(pod)
+    assert not cache.is_confirmed_on(pod, "n1")
+    assert cache.forget_pod(pod) is True
+    assert cache.get_node_info("n1").requested.milli_cpu == 0  # type: ignore[union-attr]
 
 
 def test_double_assume_is_an_error() -> None:

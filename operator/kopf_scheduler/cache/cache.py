@@ -156,13 +156,17 @@ class Cache:
             state.binding_finished = True
             state.deadline = self._now() + self._ttl
 
-    def forget_pod(self, pod: Pod) -> None:
-        """Undo an assumption (the binding failed)."""
+    def forget_pod(self, pod: Pod) -> bool:
+        """Undo an assumption (the binding failed); ``False`` when there is none left to undo.
+
+        A binding can succeed on the API server while its reply is lost (the connection broke);
+        the watch may then confirm the pod before the binding cycle hears of the failure. The
+        assumption has already become fact, so there is nothing to forget: the cache keeps the pod
+        where the watch put it. (kube-scheduler reports this race as a cache error.)
+        """
         state = self._pods.get(pod.uid)
-        if state is None:
-            return
-        if not state.assumed:
-            raise CacheError(f"pod {pod.key} ({pod.uid}) was added, not assumed; can't forget it")
+        if state is None or not state.assumed:
+            return False
         if state.pod.node_name != pod.node_name:
             raise CacheError(
                 f"pod {pod.key} was assumed on {state.pod.node_name} "
@@ -170,6 +174,7 @@ class Cache:
             )
         self._remove_from_node(state.pod)
         del self._pods[pod.uid]
+        return True
 
     def add_pod(self, pod: Pod) -> None:
         """An assigned pod seen by the watch (confirms an assumption if there was one)."""
@@ -214,6 +219,11 @@ class Cache:
     def is_assumed(self, pod: Pod) -> bool:
         state = self._pods.get(pod.uid)
         return state is not None and state.assumed
+
+    def is_confirmed_on(self, pod: Pod, node_name: str) -> bool:
+        """Whether the watch has shown ``pod`` bound to ``node_name`` (not merely assumed there)."""
+        state = self._pods.get(pod.uid)
+        return state is not None and not state.assumed and state.pod.node_name == node_name
 
     def get_pod(self, uid: str) -> Pod | None:
         state = self._pods.get(uid)

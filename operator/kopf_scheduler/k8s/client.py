@@ -21,6 +21,9 @@ component: ``rest_client_requests_total{code,method,host}`` once per attempt (re
 requests included; ``code`` is ``<error>`` when no reply came) and
 ``rest_client_request_duration_seconds{verb,host}`` once per request, from the first wait for
 the rate limiter to the last reply (watches, which client-go does not time, are not timed here).
+
+Every attempt also tells the shared :class:`~kopf_scheduler.k8s.outage.OutageReport` whether a
+reply came, so that an outage is logged once, not once per retried request.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from kopf_scheduler.k8s.errors import (
     from_exception,
     from_response,
 )
+from kopf_scheduler.k8s.outage import OutageReport
 from kopf_scheduler.k8s.ratelimit import DEFAULT_BURST, DEFAULT_QPS, RateLimiter, limiter_for
 from kopf_scheduler.k8s.retry import (
     DEFAULT_RETRY,
@@ -118,6 +122,7 @@ class Api:
         timeout: float = DEFAULT_TIMEOUT,
         owns_client: bool = True,
         metrics: Metrics | None = None,
+        outage: OutageReport | None = None,
     ) -> None:
         self.client = client
         self.limiter: RateLimiter = (
@@ -131,6 +136,8 @@ class Api:
         self.metrics: Metrics = metrics if metrics is not None else NullMetrics()
         self.host = server_host(client)
         """The ``host`` label of the ``rest_client_*`` metrics: the server's host:port."""
+        self.outage = outage if outage is not None else OutageReport(server=self.host)
+        """Told of every attempt; shared with the siblings of :meth:`with_limiter`."""
 
     def with_limiter(self, limiter: RateLimiter) -> Api:
         """A sibling on the same connection pool with its own limiter.
@@ -146,6 +153,7 @@ class Api:
             timeout=self.timeout,
             owns_client=False,
             metrics=self.metrics,
+            outage=self.outage,
         )
 
     async def close(self) -> None:
@@ -255,7 +263,7 @@ class Api:
             )
         except LIBRARY_EXCEPTIONS as exc:
             self._count_attempt("GET", None)
-            raise from_exception(exc) from exc
+            raise self._no_reply(from_exception(exc)) from exc
         self._count_attempt("GET", int(response.status))
         try:
             if response.status != 200:
@@ -266,7 +274,7 @@ class Api:
                     if line.strip():
                         yield decode(line)
             except LIBRARY_EXCEPTIONS as exc:
-                raise from_exception(exc) from exc
+                raise self._no_reply(from_exception(exc)) from exc
         finally:
             response.release()
 
@@ -296,7 +304,7 @@ class Api:
                 response.release()
         except LIBRARY_EXCEPTIONS as exc:
             self._count_attempt(method, None)
-            error = from_exception(exc)
+            error = self._no_reply(from_exception(exc))
             if isinstance(error, TransportError):
                 raise error from exc
             raise error from None
@@ -308,7 +316,15 @@ class Api:
             body=payload,
         )
 
+    def _no_reply(self, error: ApiError) -> ApiError:
+        """``error``, told to the outage report first when no reply came at all."""
+        if isinstance(error, TransportError):
+            self.outage.no_reply(error.message)
+        return error
+
     def _count_attempt(self, method: str, status: int | None) -> None:
+        if status is not None:
+            self.outage.replied()
         code = "<error>" if status is None else str(status)
         labels = {"code": code, "method": method, "host": self.host}
         self.metrics.inc(m.REST_CLIENT_REQUESTS, labels)

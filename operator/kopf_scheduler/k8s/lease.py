@@ -34,6 +34,7 @@ from typing import Any
 
 from kopf_scheduler.k8s.client import Api
 from kopf_scheduler.k8s.clock import WallClock, micro_time
+from kopf_scheduler.k8s.errors import TransportError
 from kopf_scheduler.k8s.retry import NO_RETRY
 from kopf_scheduler.ports import ApiError, Clock, ConflictError, NotFoundError
 
@@ -202,7 +203,8 @@ class LeaderElector:
             try:
                 await self._update(renewed)
             except ApiError as error:
-                logger.info("optimistic lease renewal failed, reading it again: %s", error)
+                log = logger.debug if isinstance(error, TransportError) else logger.info
+                log("optimistic lease renewal failed, reading it again: %s", error)
             else:
                 self._observe(renewed, now)
                 return True
@@ -218,7 +220,9 @@ class LeaderElector:
             self._observe(record, now)
             return True
         except ApiError as error:
-            logger.warning("reading lease %s failed: %s", self.path, error)
+            # Without a reply the API client's outage report has said so once per outage.
+            log = logger.debug if isinstance(error, TransportError) else logger.warning
+            log("reading lease %s failed: %s", self.path, error)
             return False
 
         self._lease = lease

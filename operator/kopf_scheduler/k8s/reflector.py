@@ -36,6 +36,7 @@ from typing import Any
 import structlog
 
 from kopf_scheduler.k8s.client import Api
+from kopf_scheduler.k8s.errors import TransportError
 from kopf_scheduler.ports import ApiError
 
 logger = structlog.get_logger("kopf_scheduler.k8s.reflector")
@@ -130,9 +131,10 @@ class Reflector:
                 logger.info("watch_expired", path=self.path, reason=str(error))
                 self.resource_version = ""
             except ApiError as error:
-                logger.warning(
-                    "watch_failed", path=self.path, reason=str(error), retry_in=round(backoff, 2)
-                )
+                # Without a reply the API client's outage report has said it once for everyone;
+                # a reply that refused the watch is this watch's own news.
+                log = logger.debug if isinstance(error, TransportError) else logger.warning
+                log("watch_failed", path=self.path, reason=str(error), retry_in=round(backoff, 2))
                 await self._api.clock.sleep(backoff)
                 backoff = min(backoff * 2, MAX_BACKOFF)
 

@@ -108,7 +108,8 @@ async def send_with_retries(
             if attempt == attempts:
                 raise
             delay = policy.backoff(attempt)
-            logger.info("retrying %s in %.2fs: %s", label, delay, error.message)
+            # No reply at all: the client's outage report tells of it once per outage.
+            logger.debug("retrying %s in %.2fs: %s", label, delay, error.message)
         else:
             if attempt == attempts or not is_retryable_status(reply.status):
                 return reply

@@ -24,14 +24,26 @@ _NODE_OPERATORS = frozenset({IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT})
 
 
 class Requirement:
-    """One ``key <operator> values`` requirement."""
+    """One ``key <operator> values`` requirement.
 
-    __slots__ = ("key", "operator", "values")
+    A ``Gt``/``Lt`` value that is not an integer passes the API server's validation but cannot
+    be compared; kube-scheduler keeps such a requirement as a parse error of its term, which then
+    matches no node (and the pod reads "didn't match Pod's node affinity/selector"). ``bound`` is
+    ``None`` for it, and it matches nothing.
+    """
+
+    __slots__ = ("bound", "key", "operator", "values")
 
     def __init__(self, key: str, operator: str, values: frozenset[str]) -> None:
         self.key = key
         self.operator = operator
         self.values = values
+        self.bound: int | None = None
+        if operator in (GT, LT) and len(values) == 1:
+            try:
+                self.bound = int(next(iter(values)))
+            except ValueError:
+                self.bound = None
 
     @classmethod
     def parse(cls, raw: Any, field: str, operators: frozenset[str]) -> Requirement:
@@ -58,17 +70,10 @@ class Requirement:
             raise InvalidObjectError(
                 f"{field}.values", f"may not be specified when `operator` is '{operator}'"
             )
-        if operator in (GT, LT):
-            if len(values) != 1:
-                raise InvalidObjectError(
-                    f"{field}.values", f"must be a single element when `operator` is '{operator}'"
-                )
-            try:
-                int(values[0])
-            except ValueError:
-                raise InvalidObjectError(
-                    f"{field}.values[0]", f"must be an integer, got {values[0]!r}"
-                ) from None
+        if operator in (GT, LT) and len(values) != 1:
+            raise InvalidObjectError(
+                f"{field}.values", f"must be a single element when `operator` is '{operator}'"
+            )
         return cls(key, operator, frozenset(values))
 
     def matches(self, labels: Mapping[str, str]) -> bool:
@@ -84,13 +89,13 @@ class Requirement:
         if op == DOES_NOT_EXIST:
             return self.key not in labels
         value = labels.get(self.key)
-        if value is None:
+        bound = self.bound
+        if value is None or bound is None:
             return False
         try:
             number = int(value)
         except ValueError:
             return False
-        bound = int(next(iter(self.values)))
         return number > bound if op == GT else number < bound
 
     def __repr__(self) -> str:

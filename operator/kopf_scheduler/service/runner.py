@@ -64,6 +64,7 @@ from kopf_scheduler.service.health import (
     HealthServer,
     loop_progress_check,
 )
+from kopf_scheduler.service.kopf_logs import fold_kopf_retries
 from kopf_scheduler.service.serving_cert import ServingCertError, server_ssl_context
 from kopf_scheduler.service.startup import EndlessBackoffs, StartupError, list_until_synced
 from kopf_scheduler.service.sync import COLLECTIONS, Synchronizer
@@ -330,6 +331,16 @@ class Operator:
             pods=self.scheduler.cache.pod_count(),
             pending=len(self.scheduler.queue.pending_pods()),
         )
+        # From here on an outage is told once when it starts and once when it ends.
+        self.api.outage.arm()
+        unfold_kopf_retries = fold_kopf_retries(self.api.outage)
+        try:
+            return await self._operate()
+        finally:
+            unfold_kopf_retries()
+
+    async def _operate(self) -> int:
+        """Watch, elect and schedule until stopped; the exit code."""
         kopf_stop = asyncio.Event()
         kopf_ready = asyncio.Event()
         tasks = [
