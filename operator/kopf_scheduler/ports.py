@@ -132,6 +132,10 @@ class Event:
     note: str
     reporting_controller: str
     related: PodRef | None = None
+    regarding_revision: str = ""
+    """The version of ``regarding`` the event is about (:attr:`Pod.revision`): a repeat of an
+    event about the same version joins its series, a new version starts a new event."""
+    related_revision: str = ""
 
 
 class EventRecorder(Protocol):

@@ -25,7 +25,9 @@ PATCH = f"patch {EVENTS}/{NAME}"
 WEB = ObjectRef("team", "web", "uid-web")
 
 
-def failed(note: str = "0/3 nodes are available: 3 Insufficient cpu.", pod: Any = WEB) -> Event:
+def failed(
+    note: str = "0/3 nodes are available: 3 Insufficient cpu.", pod: Any = WEB, revision: str = "7"
+) -> Event:
     return Event(
         regarding=pod,
         type="Warning",
@@ -33,6 +35,7 @@ def failed(note: str = "0/3 nodes are available: 3 Insufficient cpu.", pod: Any 
         action="Scheduling",
         note=note,
         reporting_controller="my-scheduler",
+        regarding_revision=revision,
     )
 
 
@@ -113,8 +116,8 @@ async def test_a_related_pod_is_referenced(
 async def test_events_in_the_same_nanosecond_get_distinct_names(
     server: kmock.RawHandler, recorder: ApiEventRecorder
 ) -> None:
-    await recorder.process(failed("first"))
-    await recorder.process(failed("second"))
+    await recorder.process(failed("first", revision="7"))
+    await recorder.process(failed("second", revision="8"))
 
     names = [r.data["metadata"]["name"] for r in server[CREATE]]
     assert len(set(names)) == 2
@@ -176,7 +179,11 @@ async def test_repeats_within_the_patch_interval_wait_for_the_flush(
 @pytest.mark.parametrize(
     "other",
     [
-        pytest.param(failed(note="0/3 nodes are available: 3 Insufficient memory."), id="note"),
+        pytest.param(failed(revision="8"), id="the-pod-written-since"),
+        pytest.param(
+            failed(note="0/3 nodes are available: 3 Insufficient memory.", revision="8"),
+            id="another-note-about-the-pod-written-since",
+        ),
         pytest.param(failed(pod=ObjectRef("team", "web", "uid-new")), id="recreated-pod"),
         pytest.param(failed(pod=ObjectRef("team", "api", "uid-api")), id="other-pod"),
         pytest.param(
@@ -196,6 +203,35 @@ async def test_a_different_event_is_not_a_repeat(
 
     assert len(server[CREATE]) == 2
     assert len(server[PATCH]) == 0
+
+
+@pytest.mark.parametrize(
+    ("notes", "created_notes", "count"),
+    [
+        pytest.param(["a", "a"], ["a"], 2, id="same-note"),
+        # kube-scheduler v1.34.10 (client-go's events broadcaster) keys a series on the object
+        # reference, resourceVersion included, not on the note: a pod that fails again with
+        # another message before anything wrote to it keeps the first message.
+        pytest.param(["a", "b"], ["a"], 2, id="another-note-same-pod-version"),
+        pytest.param(["a", "b", "a", "c"], ["a"], 4, id="several-notes-same-pod-version"),
+    ],
+)
+async def test_repeats_about_the_same_pod_version_join_one_series_whatever_the_note(
+    server: kmock.RawHandler,
+    recorder: ApiEventRecorder,
+    vclock: VirtualClock,
+    notes: list[str],
+    created_notes: list[str],
+    count: int,
+) -> None:
+    for offset, note in enumerate(notes):
+        vclock.advance_to(START + 30 * offset)
+        await recorder.process(failed(note, revision="7"))
+    await recorder.flush(final=True)
+
+    assert [r.data["note"] for r in server[CREATE]] == created_notes
+    assert [r.data["series"]["count"] for r in server[PATCH]][-1] == count
+    assert all("note" not in r.data for r in server[PATCH])
 
 
 async def test_a_repeat_after_the_series_window_starts_a_new_event(
@@ -258,11 +294,11 @@ async def test_background_sending_and_stop_drains_the_queue(
     server: kmock.RawHandler, api: Api, vclock: VirtualClock
 ) -> None:
     recorder = ApiEventRecorder(api, hostname="h", clock=vclock)
-    recorder.record(failed("queued before start"))
+    recorder.record(failed("queued before start", revision="1"))
     await recorder.start()
-    recorder.record(failed("one"))
-    recorder.record(failed("one"))
-    recorder.record(failed("two"))
+    recorder.record(failed("one", revision="2"))
+    recorder.record(failed("one", revision="2"))
+    recorder.record(failed("two", revision="3"))
 
     await recorder.stop()
 

@@ -1,7 +1,10 @@
+import copy
+from typing import Any
+
 import pytest
 
 from kopf_scheduler.model.errors import InvalidObjectError
-from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.model.pod import EXPLANATION_ANNOTATION, Pod
 from kopf_scheduler.model.resources import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST
 from tests.builders import make_pod
 
@@ -183,3 +186,75 @@ def test_preempted_by_scheduler_needs_deletion_and_condition() -> None:
         make_pod("q").terminating().condition("DisruptionTarget", "True", "EvictionByEvictionAPI")
     )
     assert not other.pod().is_preempted_by_scheduler
+
+
+def _version(raw: dict[str, Any], resource_version: str, **changes: Any) -> Pod:
+    """``raw`` as the API server would return it after a write: a new resourceVersion, a new
+    managed-fields timestamp, and ``changes`` (``annotations``, ``status``, ``labels``)."""
+    new = copy.deepcopy(raw)
+    metadata = new["metadata"]
+    metadata["resourceVersion"] = resource_version
+    metadata["managedFields"] = [{"manager": "kopf-scheduler", "time": resource_version}]
+    for key in ("annotations", "labels"):
+        if key in changes:
+            metadata[key] = changes[key]
+    if "status" in changes:
+        new["status"] = changes["status"]
+    return Pod(new)
+
+
+_UNSCHEDULABLE = {
+    "conditions": [{"type": "PodScheduled", "status": "False", "message": "1 Insufficient cpu"}]
+}
+
+
+@pytest.mark.parametrize(
+    ("changes", "revision"),
+    [
+        pytest.param(
+            {"annotations": {EXPLANATION_ANNOTATION: '{"attempt":2}'}}, "10", id="explanation-only"
+        ),
+        pytest.param(
+            {"annotations": {EXPLANATION_ANNOTATION: '{"attempt":2}'}, "status": _UNSCHEDULABLE},
+            "11",
+            id="explanation-and-condition",
+        ),
+        pytest.param({"status": _UNSCHEDULABLE}, "11", id="condition-only"),
+        pytest.param(
+            {"annotations": {EXPLANATION_ANNOTATION: '{"attempt":1}', "team": "x"}},
+            "11",
+            id="another-annotation",
+        ),
+        pytest.param(
+            {"annotations": {EXPLANATION_ANNOTATION: '{"attempt":2}'}, "labels": {"app": "b"}},
+            "11",
+            id="explanation-and-labels",
+        ),
+        pytest.param({}, "11", id="nothing-but-the-version"),
+    ],
+)
+def test_a_version_that_only_changes_our_explanation_keeps_the_revision(
+    changes: dict[str, Any], revision: str
+) -> None:
+    raw = make_pod("p").label("app", "a").obj()
+    raw["metadata"]["annotations"] = {EXPLANATION_ANNOTATION: '{"attempt":1}'}
+    previous = _version(raw, "10")
+    current = _version(previous.raw, "11", **changes)  # type: ignore[arg-type]
+
+    current.follow(previous)
+
+    assert current.resource_version == "11"
+    assert current.revision == revision
+
+
+def test_a_recreated_pod_never_keeps_the_revision() -> None:
+    raw = make_pod("p").uid("old").obj()
+    raw["metadata"]["annotations"] = {EXPLANATION_ANNOTATION: '{"attempt":1}'}
+    previous = _version(raw, "10")
+    recreated = copy.deepcopy(previous.raw)
+    recreated["metadata"]["uid"] = "new"  # type: ignore[index]
+    current = _version(recreated, "11", annotations={EXPLANATION_ANNOTATION: '{"attempt":2}'})
+
+    current.follow(previous)
+
+    assert current.revision == "11"

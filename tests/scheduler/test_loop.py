@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 from kopf_scheduler.config.loader import default_config, parse_config
+from kopf_scheduler.k8s.errors import TransportError
 from kopf_scheduler.ports import PodRef, PodStatusPatch
 from kopf_scheduler.sim.runner import Simulation
 from tests.builders import make_node, make_pdb, make_pod
@@ -308,3 +309,34 @@ async def test_the_loop_reports_when_it_last_advanced_and_when_it_waits_for_work
     stop.set()
     await running
     await scheduler.drain()
+
+
+async def test_a_binding_whose_reply_is_lost_after_the_watch_confirmed_it_counts_as_bound(
+    caplog: Any,
+) -> None:
+    """The API server bound the pod and the watch said so, then the connection broke before the
+    reply to the binding request arrived: the pod is scheduled, not a failure to undo."""
+    sim = Simulation(default_config())
+    cluster = sim.cluster
+    bind = cluster.bind
+
+    async def bind_then_lose_the_reply(p: Any, node_name: str) -> None:
+        await bind(p, node_name)  # the watch delivers the bound pod to the cache at once
+        raise TransportError("ServerDisconnectedError: Server disconnected")
+
+    cluster.bind = bind_then_lose_the_reply  # type: ignore[method-assign]
+    sim.start()
+    sim.apply(make_node("n1").capacity(cpu="2", memory="1Gi", pods=10).obj())
+    sim.apply(pod("p", cpu="1").obj())
+    sim.apply(pod("q", cpu="1").obj())
+    await sim.run_until_quiet()
+
+    assert sim.cluster.pods["default/p"]["spec"]["nodeName"] == "n1"
+    assert sim.cluster.pods["default/q"]["spec"]["nodeName"] == "n1"
+    assert [reason for reason, _, _ in events(sim)] == ["Scheduled", "Scheduled"]
+    assert conditions(sim, "default/p")["PodScheduled"]["status"] == "True"
+    assert sim.scheduler is not None
+    node = sim.scheduler.cache.get_node_info("n1")
+    assert node is not None and node.requested.milli_cpu == 2000
+    assert not sim.scheduler.cache.assumed_pods()
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]

@@ -427,6 +427,8 @@ class EventHandlers:
         if old is not None and old.uid != pod.uid:
             self._pod_gone(old)
             old = None
+        if old is not None:
+            pod.follow(old)
         if (
             old is not None
             and old.resource_version

@@ -7,14 +7,16 @@ are in flight at once, all through the shared rate limit: like client-go's recor
 every event from a goroutine of its own, the events keep pace with hundreds of bindings per
 second instead of overflowing the queue behind one request at a time.
 
-Repeats are folded into a series the way client-go's events recorder does: an event equal to one
-sent within the last ``series_window`` seconds (same pod, related pod, reason, action, type, note
-and controller) does not create a new Event object; it bumps ``series.count`` and
-``series.lastObservedTime`` on the existing one with a JSON merge patch. Such patches are sent at
-most once per ``min_patch_interval`` per series, and counts that arrive in between are written by
-the periodic flush, so a pod failing to schedule every second costs one request per half minute,
-not one per attempt. A series whose Event object expired on the server (404 on the patch) is
-created again with its count.
+Repeats are folded into a series the way client-go's events recorder does: an event like one
+sent within the last ``series_window`` seconds (same reason, action, type and controller about the
+same version of the same pod, with the same related pod) does not create a new Event object,
+whatever its note says; it bumps ``series.count`` and ``series.lastObservedTime`` on the existing
+one with a JSON merge patch, and the note of the first stays. So a pod that fails again with
+another message before anything wrote to it keeps the first message, as with kube-scheduler.
+Such patches are sent at most once per ``min_patch_interval`` per series, and counts that arrive
+in between are written by the periodic flush, so a pod failing to schedule every second costs one
+request per half minute, not one per attempt. A series whose Event object expired on the server
+(404 on the patch) is created again with its count.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ NAME_PREFIX_LIMIT = 253 - 1 - 16
 FIELD_LENGTH_LIMIT = 128
 """Characters the API server accepts in ``reportingController``/``reportingInstance``."""
 
-SeriesKey = tuple[str, str, str, str, str, str, str, str, str, str]
+SeriesKey = tuple[str, str, str, str, str, str, str, str, str, str, str]
 
 
 def events_path(namespace: str) -> str:
@@ -78,12 +80,13 @@ def series_key(event: Event) -> SeriesKey:
         event.action,
         event.reason,
         event.type,
-        event.note,
         event.regarding.namespace,
         event.regarding.name,
         event.regarding.uid,
+        event.regarding_revision,
         related.key if related is not None else "",
         related.uid if related is not None else "",
+        event.related_revision,
     )
 
 

@@ -33,12 +33,39 @@ PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
 PREEMPT_NEVER = "Never"
 DISRUPTION_TARGET = "DisruptionTarget"
 PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+EXPLANATION_ANNOTATION = "kopf-scheduler.io/explanation"
+"""Where the scheduler stores a pod's latest decision record: a write kube-scheduler never makes."""
+_UNCOMPARED_METADATA = frozenset({"resourceVersion", "managedFields", "annotations"})
 
 
 class HostPort(NamedTuple):
     ip: str
     protocol: str
     port: int
+
+
+def _annotations(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    metadata = raw.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
+    return annotations if isinstance(annotations, Mapping) else {}
+
+
+def _only_explanation_differs(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether ``new`` is ``old`` with another explanation annotation and nothing else changed
+    (beyond the resourceVersion and the managed-fields bookkeeping every write updates)."""
+    old_annotations, new_annotations = _annotations(old), _annotations(new)
+    if old_annotations.get(EXPLANATION_ANNOTATION) == new_annotations.get(EXPLANATION_ANNOTATION):
+        return False
+    if old.keys() != new.keys() or any(old[k] != new[k] for k in old if k != "metadata"):
+        return False
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    if {k: v for k, v in old_meta.items() if k not in _UNCOMPARED_METADATA} != {
+        k: v for k, v in new_meta.items() if k not in _UNCOMPARED_METADATA
+    }:
+        return False
+    return {k: v for k, v in old_annotations.items() if k != EXPLANATION_ANNOTATION} == {
+        k: v for k, v in new_annotations.items() if k != EXPLANATION_ANNOTATION
+    }
 
 
 def _int_field(value: Any, field: str, default: int | None) -> int | None:
@@ -80,6 +107,7 @@ class Pod:
         "raw",
         "requests",
         "resource_version",
+        "revision",
         "scheduler_name",
         "scheduling_gates",
         "start_time",
@@ -110,6 +138,9 @@ class Pod:
         self.key = f"{self.namespace}/{self.name}"
         self.uid: str = metadata.get("uid") or self.key
         self.resource_version: str = metadata.get("resourceVersion") or ""
+        self.revision: str = self.resource_version
+        """The resourceVersion this pod would have if the scheduler had not stored explanations
+        on it: events about the pod are told apart by it (see :meth:`follow`)."""
         self.labels = parse_string_map(metadata.get("labels"), "metadata.labels")
         self.deletion_timestamp = parse_timestamp(
             metadata.get("deletionTimestamp"), "metadata.deletionTimestamp"
@@ -194,6 +225,17 @@ class Pod:
         self.conditions: tuple[Mapping[str, Any], ...] = tuple(
             c for c in conditions if isinstance(c, Mapping)
         )
+
+    def follow(self, previous: Pod) -> None:
+        """Keep ``previous``'s revision when this version only adds our explanation to it.
+
+        kube-scheduler folds a repeated event into the series of an earlier one while the pod it
+        reports on is the very same object version, whatever the notes say; a write in between
+        (a new condition message, say) makes the next event a new one. The explanation
+        annotation is a write of ours alone, so it must not count as one.
+        """
+        if self.uid == previous.uid and _only_explanation_differs(previous.raw, self.raw):
+            self.revision = previous.revision
 
     def assigned_to(self, node_name: str) -> Pod:
         """A copy of this view with ``spec.nodeName`` set (the scheduler's assumed pod).

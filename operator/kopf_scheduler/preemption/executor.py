@@ -160,6 +160,8 @@ class Executor:
                     note=preempted_event_note(preemptor, node),
                     reporting_controller=handle.scheduler_name,
                     related=preemptor,
+                    regarding_revision=victim.revision,
+                    related_revision=preemptor.revision,
                 )
             )
 

@@ -336,8 +336,18 @@ class Scheduler:
             if status.is_skip():
                 status = Status(Code.ERROR, "no bind plugin bound the pod")
             if not status.is_success():
-                self._binding_failed(framework, state, qpi, assumed, host, status, start)
-                return
+                if not self.cache.is_confirmed_on(assumed, host):
+                    self._binding_failed(framework, state, qpi, assumed, host, status, start)
+                    return
+                # The binding went through but its reply was lost (a connection cut): the watch
+                # already shows the pod on the chosen node, so it is scheduled like any other.
+                logger.info(
+                    "binding_reply_lost",
+                    pod=assumed.key,
+                    node=host,
+                    reason=status.message(),
+                    cycle=cycle,
+                )
             self.cache.finish_binding(assumed)
             now = self.clock.now()
             profile = framework.scheduler_name
@@ -470,7 +480,15 @@ class Scheduler:
         message = invalid_pod_message(error)
         logger.warning("pod_invalid", pod=ref.key, reason=str(error))
         self.event_recorder.record(
-            Event(ref, "Warning", "FailedScheduling", "Scheduling", message, scheduler_name)
+            Event(
+                ref,
+                "Warning",
+                "FailedScheduling",
+                "Scheduling",
+                message,
+                scheduler_name,
+                regarding_revision=metadata.get("resourceVersion") or "",
+            )
         )
         condition = {
             "type": POD_SCHEDULED,
@@ -491,10 +509,18 @@ class Scheduler:
             logger.warning("pod_status_update_failed", pod=pod.key, reason=str(error))
 
     def _record_event(
-        self, framework: Framework, pod: PodRef, type_: str, reason: str, action: str, note: str
+        self, framework: Framework, pod: Pod, type_: str, reason: str, action: str, note: str
     ) -> None:
         self.event_recorder.record(
-            Event(pod, type_, reason, action, note, framework.scheduler_name)
+            Event(
+                pod,
+                type_,
+                reason,
+                action,
+                note,
+                framework.scheduler_name,
+                regarding_revision=pod.revision,
+            )
         )
 
     def _report_attempt(

@@ -15,10 +15,11 @@ import orjson
 import structlog
 
 from kopf_scheduler.config.types import Explanations
+from kopf_scheduler.model.pod import EXPLANATION_ANNOTATION
 from kopf_scheduler.ports import ApiError, PodRef
 from kopf_scheduler.scheduler.explain import AttemptRecord, NodeVerdict
 
-ANNOTATION = "kopf-scheduler.io/explanation"
+ANNOTATION = EXPLANATION_ANNOTATION
 logger = structlog.get_logger("kopf_scheduler.explanations")
 
 
