@@ -21,7 +21,8 @@ labels, taints and pod limits; running pods with priorities, grace periods, star
 PDBs; pending pods that arrive in waves with requests, priorities, node affinity, inter-pod
 (anti-)affinity, topology spread, tolerations, host ports and volumes), plays it on the local
 control plane once with kube-scheduler v1.34.10 (`default-scheduler`, default configuration)
-and once with kopf-scheduler (same back-off), and compares what `kubectl` shows afterwards:
+and once with kopf-scheduler (same back-off; its nomination hygiene off, since it clears a
+bound pod's `nominatedNodeName` on purpose), and compares what `kubectl` shows afterwards:
 
 | aspect | what is compared |
 |---|---|
