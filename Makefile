@@ -60,6 +60,23 @@ e2e-upstream: $(STAMP)
 e2e-real-node: $(STAMP)
 	$(PY) -m pytest e2e/test_real_node.py -m real_node -s
 
+## The fault-injection suite (e2e/faults/, docs/reliability.md) on a control plane of its own in
+## /tmp/lc-faults-*: the API server killed, etcd stalled, watches expired, API errors and latency
+## through a proxy, a leader partitioned, killed mid-preemption or paused, and a short churn soak
+## (FAULTS_SOAK_MINUTES). Figures in $$E2E_FAULTS_RESULTS (default /tmp/kopf-faults/results).
+.PHONY: e2e-faults soak
+FAULTS_SOAK_MINUTES ?= 2
+e2e-faults: $(STAMP)
+	SOAK_MINUTES=$(FAULTS_SOAK_MINUTES) E2E_FAULTS_COMMAND="make e2e-faults" \
+		$(PY) -m pytest e2e/faults -m faults
+
+## The churn soak alone at full length: pods created and deleted at ~100/s for SOAK_MINUTES
+## (default 30); RSS and scheduler_pending_pods must stay flat. Never part of CI at this length.
+SOAK_MINUTES ?= 30
+soak: $(STAMP)
+	SOAK_MINUTES=$(SOAK_MINUTES) E2E_FAULTS_COMMAND="make soak SOAK_MINUTES=$(SOAK_MINUTES)" \
+		$(PY) -m pytest e2e/faults/test_soak.py -m faults
+
 ## Benchmarks beside upstream kube-scheduler, recorded in docs/benchmarks.md and bench/results/:
 ## in-process S1, S4 and a scaled S2, plus end-to-end S1 when the local cluster is built.
 bench: $(STAMP)

@@ -327,11 +327,14 @@ class LocalCluster:
         with_kube_scheduler: bool = False,
         reuse: bool = True,
         log: TextIO | None = None,
+        apiserver_args: Sequence[str] = (),
     ) -> LocalCluster:
         """Start a cluster with ``nodes`` fake nodes; build the binaries first if missing.
 
         With ``reuse`` (the default) a healthy cluster already recorded in the state
-        directory is kept, and only missing nodes are added.
+        directory is kept, and only missing nodes are added. ``apiserver_args`` are extra
+        kube-apiserver flags for a new cluster (the fault suite's small watch cache); they are
+        recorded, so :meth:`restart_apiserver` starts it the same way.
         """
         cluster = cls(state_dir, log=log)
         if cluster.is_running() and cluster.is_healthy():
@@ -342,18 +345,18 @@ class LocalCluster:
             if cluster._state:
                 cluster.say("found a stale cluster; cleaning it up first")
                 cluster.down()
-            cluster._start()
+            cluster._start(apiserver_args)
         cluster.ensure_nodes(nodes)
         if with_kube_scheduler and "kube-scheduler" not in cluster.running():
             cluster.start_kube_scheduler()
         return cluster
 
-    def _start(self) -> None:
+    def _start(self, apiserver_args: Sequence[str] = ()) -> None:
         started = time.monotonic()
         build.ensure_built(self.log)
         self.say(f"starting in {self.state_dir}")
         try:
-            self._prepare()
+            self._prepare(apiserver_args)
             self._start_etcd()
             self._start_apiserver()
             self._start_controller_manager()
@@ -366,7 +369,7 @@ class LocalCluster:
         self._save_state()
         self.say(f"control plane ready in {time.monotonic() - started:.1f}s")
 
-    def _prepare(self) -> None:
+    def _prepare(self, apiserver_args: Sequence[str]) -> None:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         for sub in ("etcd", "pki", "logs"):
             (self.state_dir / sub).mkdir(exist_ok=True)
@@ -381,6 +384,7 @@ class LocalCluster:
             "ports": dict(zip(names, _free_ports(len(names)), strict=True)),
             "tokens": tokens,
             "processes": {},
+            "apiserver_args": list(apiserver_args),
         }
         self._save_state()
         (self.state_dir / "sa.key").unlink(missing_ok=True)
@@ -443,6 +447,11 @@ class LocalCluster:
         )
         self._wait("etcd /health", self._etcd_healthy, timeout=60, process="etcd")
 
+    @property
+    def apiserver_args(self) -> list[str]:
+        """Extra kube-apiserver flags, recorded in the state file."""
+        return list(self._state.get("apiserver_args", []))
+
     def _start_apiserver(self) -> None:
         p = self.ports
         args = [
@@ -465,6 +474,7 @@ class LocalCluster:
             "--kubelet-preferred-address-types=InternalIP,Hostname",
             "--profiling=false",
             "--v=1",
+            *self.apiserver_args,
         ]
         address = _advertise_address()
         if address:
@@ -578,6 +588,27 @@ class LocalCluster:
             timeout=60,
             process="kube-scheduler",
         )
+
+    def restart_apiserver(self) -> float:
+        """SIGKILL kube-apiserver and start it again with the same flags, port and certificates
+        (the fault suite's crash); return the seconds until ``/readyz`` answered again."""
+        proc = self.processes()["kube-apiserver"]
+        self.signal("kube-apiserver", signal.SIGKILL)
+        popen = self._popens.pop("kube-apiserver", None)
+        while proc.alive():
+            if popen is not None:
+                popen.poll()
+            time.sleep(0.05)
+        started = time.monotonic()
+        self._start_apiserver()
+        return time.monotonic() - started
+
+    def signal(self, name: str, signum: int) -> None:
+        """Send ``signum`` to one recorded component (SIGSTOP and SIGCONT stall and resume it)."""
+        proc = self.processes()[name]
+        if not proc.alive():
+            raise ClusterError(f"{name} (pid {proc.pid}) is not running")
+        os.kill(proc.pid, signum)
 
     def stop_kube_scheduler(self, timeout: float = 10) -> None:
         self._stop("kube-scheduler", timeout)

@@ -204,8 +204,14 @@ class LocalSchedulers:
 
     # -- one process -------------------------------------------------------------------------
 
-    def start(self, identity: str | None = None) -> SchedulerProcess:
-        """Start one process and wait until its caches are synced (not until it leads)."""
+    def start(
+        self, identity: str | None = None, kubeconfig: Path | None = None
+    ) -> SchedulerProcess:
+        """Start one process and wait until its caches are synced (not until it leads).
+
+        ``kubeconfig`` replaces the pool's (the fault suite routes one replica through its
+        fault proxy).
+        """
         self._counter += 1
         identity = identity or f"e2e-scheduler-{self._counter}"
         port = free_port()
@@ -215,7 +221,7 @@ class LocalSchedulers:
             "-m",
             "kopf_scheduler",
             "run",
-            f"--kubeconfig={self.kubeconfig}",
+            f"--kubeconfig={kubeconfig or self.kubeconfig}",
             f"--config={self.config_path}",
             "--health-host=127.0.0.1",
             f"--health-port={port}",
@@ -277,6 +283,11 @@ class LocalSchedulers:
     def _forget(self, proc: SchedulerProcess) -> None:
         if proc in self.processes:
             self.processes.remove(proc)
+
+    @property
+    def test_processes(self) -> list[SchedulerProcess]:
+        """Every process that ran during the current test, killed ones included."""
+        return list(self._test_processes)
 
     def by_identity(self, identity: str) -> SchedulerProcess | None:
         return next((p for p in self.processes if p.identity == identity), None)

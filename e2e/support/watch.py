@@ -6,6 +6,10 @@ test; each event is kept with the moment it arrived. Short-lived states that pol
 could not prove (a preemptor bound only after its victims were deleted) are read back from
 this history. Events of one watch arrive in resourceVersion order, so comparing positions in
 the history compares the order in which the API server applied the changes.
+
+When the API server ends the watch (the fault suite kills and restarts it), the watch starts
+again (counted in ``restarts``): its LIST replays the current objects as ADDED events, so the
+history still ends in the cluster's state, with the changes made meanwhile folded into one.
 """
 
 from __future__ import annotations
@@ -54,25 +58,36 @@ class ObjectWatch:
     def __init__(self, kubectl: Kubectl, namespace: str, resource: str, kind: str) -> None:
         self.namespace = namespace
         self.kind = kind
+        self.restarts = 0
         self._events: list[WatchEvent] = []
         self._lock = threading.Lock()
-        self._proc = subprocess.Popen(
-            kubectl.command(
-                "get",
-                resource,
-                "-n",
-                namespace,
-                "--watch",
-                "--output-watch-events",
-                "-o",
-                "json",
-            ),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+        self._stopping = False
+        self._command = kubectl.command(
+            "get", resource, "-n", namespace, "--watch", "--output-watch-events", "-o", "json"
         )
-        self._reader = threading.Thread(target=self._read, name=f"watch-{namespace}", daemon=True)
+        self._proc = self._spawn()
+        self._reader = threading.Thread(target=self._run, name=f"watch-{namespace}", daemon=True)
         self._reader.start()
+
+    def _spawn(self) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            self._command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+
+    def _run(self) -> None:
+        """Read kubectl's output; when the API server ends the watch (it was restarted, say),
+        watch again: the new LIST replays the current objects as ADDED events."""
+        while True:
+            self._read()
+            self._proc.wait()
+            if self._stopping:
+                return
+            time.sleep(0.5)
+            with self._lock:
+                if self._stopping:
+                    return
+                self.restarts += 1
+                self._proc = self._spawn()
 
     def _read(self) -> None:
         decoder = json.JSONDecoder()
@@ -102,6 +117,8 @@ class ObjectWatch:
             self._events.append(event)
 
     def stop(self) -> None:
+        with self._lock:
+            self._stopping = True
         if self._proc.poll() is None:
             self._proc.terminate()
             try:
@@ -110,9 +127,8 @@ class ObjectWatch:
                 self._proc.kill()
                 self._proc.wait(5)
         self._reader.join(5)
-        for stream in (self._proc.stdout, self._proc.stderr):
-            if stream is not None:
-                stream.close()
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
 
     # -- queries ---------------------------------------------------------------------------
 

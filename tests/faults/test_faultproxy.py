@@ -1,0 +1,157 @@
+"""The fault proxy of the fault suite does what each fault claims, against a small TLS upstream.
+
+The suite's figures are only as good as its faults: a proxy that silently passed everything
+would make every fault test green. Each mode is driven at rate 1 here and its effect is seen
+from the client's side (status, header, reset) and from the upstream's (forwarded or not).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import threading
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+from aiohttp import web
+from e2e.support.faultproxy import FaultProxy, Faults, make_certificate
+
+
+class Upstream:
+    """Counts bindings, and streams a watch that ends with a 410 ERROR event."""
+
+    def __init__(self) -> None:
+        self.bindings = 0
+
+    async def binding(self, request: web.Request) -> web.Response:
+        self.bindings += 1
+        return web.json_response({"kind": "Status", "status": "Success"}, status=201)
+
+    async def pods(self, request: web.Request) -> web.StreamResponse:
+        if request.query.get("watch") != "true":
+            return web.json_response({"kind": "PodList", "items": []})
+        response = web.StreamResponse()
+        await response.prepare(request)
+        await response.write(b'{"type":"ADDED","object":{}}\n')
+        await response.write(
+            b'{"type":"ERROR","object":{"kind":"Status","code":410,'
+            b'"message":"too old resource version: 1 (2)"}}\n'
+        )
+        await response.write_eof()
+        return response
+
+
+@pytest.fixture
+async def upstream(tmp_path: Path) -> AsyncIterator[tuple[Upstream, str, Path]]:
+    certificate = make_certificate(tmp_path / "upstream")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(certificate.cert, certificate.key)
+    state = Upstream()
+    app = web.Application()
+    app.router.add_post("/api/v1/namespaces/ns/pods/p/binding", state.binding)
+    app.router.add_get("/api/v1/pods", state.pods)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    yield state, f"https://127.0.0.1:{port}", certificate.ca
+    await runner.cleanup()
+
+
+@pytest.fixture
+async def proxy(upstream: tuple[Upstream, str, Path], tmp_path: Path) -> AsyncIterator[FaultProxy]:
+    _, url, ca = upstream
+    running = FaultProxy(url, ca, tmp_path, seed=1)
+    await asyncio.to_thread(running.start)
+    yield running
+    await asyncio.to_thread(running.stop)
+
+
+def _client(proxy: FaultProxy) -> aiohttp.ClientSession:
+    context = ssl.create_default_context(cafile=str(proxy.certificate.ca))
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(ssl=context, force_close=True),
+        timeout=aiohttp.ClientTimeout(total=20),
+    )
+
+
+BIND = "/api/v1/namespaces/ns/pods/p/binding"
+
+
+async def test_without_faults_requests_and_watches_pass_and_410s_are_counted(
+    proxy: FaultProxy, upstream: tuple[Upstream, str, Path]
+) -> None:
+    state = upstream[0]
+    async with _client(proxy) as client:
+        async with client.post(proxy.url + BIND, json={}) as response:
+            assert response.status == 201
+        async with client.get(proxy.url + "/api/v1/pods?watch=true") as response:
+            lines = (await response.read()).splitlines()
+    assert state.bindings == 1
+    assert len(lines) == 2
+    assert proxy.stats["gone"] == 1
+
+
+@pytest.mark.parametrize("status", [500, 503])
+async def test_errors_answer_a_status_without_forwarding(
+    proxy: FaultProxy, upstream: tuple[Upstream, str, Path], status: int
+) -> None:
+    proxy.faults = Faults(error_rate=1.0, error_status=status)
+    async with _client(proxy) as client, client.post(proxy.url + BIND, json={}) as response:
+        assert response.status == status
+        assert (await response.json())["code"] == status
+    assert upstream[0].bindings == 0
+
+
+async def test_throttling_answers_429_with_retry_after(
+    proxy: FaultProxy, upstream: tuple[Upstream, str, Path]
+) -> None:
+    proxy.faults = Faults(throttle_rate=1.0, retry_after=3)
+    async with _client(proxy) as client, client.post(proxy.url + BIND, json={}) as response:
+        assert response.status == 429
+        assert response.headers["Retry-After"] == "3"
+    assert upstream[0].bindings == 0
+
+
+@pytest.mark.parametrize(("mode", "forwarded"), [("reset_rate", 0), ("reset_after_rate", 1)])
+async def test_resets_cut_the_connection_before_or_after_forwarding(
+    proxy: FaultProxy, upstream: tuple[Upstream, str, Path], mode: str, forwarded: int
+) -> None:
+    proxy.faults = Faults(**{mode: 1.0})
+    async with _client(proxy) as client:
+        with pytest.raises(aiohttp.ClientError):
+            async with client.post(proxy.url + BIND, json={}) as response:
+                await response.read()
+    assert upstream[0].bindings == forwarded
+
+
+async def test_latency_delays_each_request(proxy: FaultProxy) -> None:
+    proxy.faults = Faults(latency=0.5)
+    started = time.monotonic()
+    async with _client(proxy) as client, client.post(proxy.url + BIND, json={}) as response:
+        assert response.status == 201
+    assert time.monotonic() - started >= 0.5
+
+
+async def test_a_partition_holds_requests_and_drops_them_at_heal(
+    proxy: FaultProxy, upstream: tuple[Upstream, str, Path]
+) -> None:
+    await asyncio.to_thread(proxy.partition)
+    healer = threading.Timer(1.0, proxy.heal)
+    healer.start()
+    try:
+        async with _client(proxy) as client:
+            with pytest.raises(aiohttp.ClientError):
+                async with client.post(proxy.url + BIND, json={}) as response:
+                    await response.read()
+            assert upstream[0].bindings == 0
+            async with client.post(proxy.url + BIND, json={}) as response:
+                assert response.status == 201
+    finally:
+        healer.join()
+    assert upstream[0].bindings == 1
+    assert proxy.stats["held"] == 1
