@@ -42,10 +42,17 @@ import aiohttp
 import orjson
 from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient, Configuration
+from kubernetes_asyncio.config import incluster_config
 
 from kopf_scheduler import __version__
 from kopf_scheduler import metric_names as m
 from kopf_scheduler.k8s.clock import MonotonicClock
+from kopf_scheduler.k8s.credentials import (
+    Credentials,
+    FileToken,
+    TokenFileError,
+    token_file_of,
+)
 from kopf_scheduler.k8s.errors import (
     LIBRARY_EXCEPTIONS,
     ClientConfigError,
@@ -123,8 +130,11 @@ class Api:
         owns_client: bool = True,
         metrics: Metrics | None = None,
         outage: OutageReport | None = None,
+        credentials: Credentials | None = None,
     ) -> None:
         self.client = client
+        self.credentials = credentials
+        """The token and CA files behind ``client``, if they are to be read again."""
         self.limiter: RateLimiter = (
             limiter if limiter is not None else limiter_for(DEFAULT_QPS, DEFAULT_BURST)
         )
@@ -154,6 +164,7 @@ class Api:
             owns_client=False,
             metrics=self.metrics,
             outage=self.outage,
+            credentials=self.credentials,
         )
 
     async def close(self) -> None:
@@ -163,6 +174,8 @@ class Api:
                 await self._background
             self._background = None
         if self._owns_client:
+            if self.credentials is not None:
+                await self.credentials.close()
             await self.client.close()
 
     async def request(
@@ -251,6 +264,7 @@ class Api:
         caller resumes from the last resourceVersion it saw.
         """
         await self.limiter.acquire()
+        sent = self._sent_token()
         try:
             response = await self.client.call_api(
                 path,
@@ -263,10 +277,13 @@ class Api:
             )
         except LIBRARY_EXCEPTIONS as exc:
             self._count_attempt("GET", None)
-            raise self._no_reply(from_exception(exc)) from exc
+            raise self._no_reply(self._failure(exc)) from exc
         self._count_attempt("GET", int(response.status))
         try:
             if response.status != 200:
+                if response.status == 401 and self.credentials is not None:
+                    # The caller starts the watch again; let it carry the token on disk.
+                    self.credentials.unauthorized(sent)
                 payload = await response.read()
                 raise from_response(int(response.status), payload, str(response.reason or ""))
             try:
@@ -279,6 +296,29 @@ class Api:
             response.release()
 
     async def _send(
+        self,
+        method: str,
+        path: str,
+        body: Mapping[str, Any] | None,
+        content_type: str,
+        query: Mapping[str, str] | None,
+    ) -> Reply:
+        """One attempt, sent a second time at once if a 401 met a token since replaced."""
+        sent = self._sent_token()
+        reply = await self._attempt(method, path, body, content_type, query)
+        if (
+            reply.status == 401
+            and self.credentials is not None
+            and self.credentials.unauthorized(sent)
+        ):
+            logger.info("%s %s: token rejected; sending again with the new one", method, path)
+            reply = await self._attempt(method, path, body, content_type, query)
+        return reply
+
+    def _sent_token(self) -> str | None:
+        return self.credentials.sent_token() if self.credentials is not None else None
+
+    async def _attempt(
         self,
         method: str,
         path: str,
@@ -304,7 +344,7 @@ class Api:
                 response.release()
         except LIBRARY_EXCEPTIONS as exc:
             self._count_attempt(method, None)
-            error = self._no_reply(from_exception(exc))
+            error = self._no_reply(self._failure(exc))
             if isinstance(error, TransportError):
                 raise error from exc
             raise error from None
@@ -315,6 +355,12 @@ class Api:
             retry_after=parse_retry_after(response.headers),
             body=payload,
         )
+
+    def _failure(self, exc: BaseException) -> ApiError:
+        """The ports error for ``exc``; a failed TLS verification first reads the CA file again."""
+        if isinstance(exc, aiohttp.ClientSSLError) and self.credentials is not None:
+            self.credentials.tls_failed()
+        return from_exception(exc)
 
     def _no_reply(self, error: ApiError) -> ApiError:
         """``error``, told to the outage report first when no reply came at all."""
@@ -403,7 +449,9 @@ async def make_api(
     """An :class:`Api` for the cluster the configuration points to, limited to ``qps``/``burst``.
 
     Tokens that expire (exec plugins, cloud auth providers in a kubeconfig) are refreshed in the
-    background until :meth:`Api.close`.
+    background until :meth:`Api.close`; a token file (the pod's ServiceAccount token, a
+    kubeconfig ``tokenFile``) is read again as :mod:`~kopf_scheduler.k8s.credentials` describes,
+    timed by ``clock``.
     """
     configuration, loader = await load_configuration(kubeconfig, context)
     if not configuration.proxy:
@@ -411,6 +459,11 @@ async def make_api(
     client = ApiClient(configuration)
     client.user_agent = USER_AGENT
     disable_per_request_environment_lookup(client)
+    credentials = Credentials(
+        client,
+        _file_token(kubeconfig, loader, clock),
+        prepare=disable_per_request_environment_lookup,
+    )
     api = Api(
         client,
         limiter=limiter_for(qps, burst),
@@ -419,10 +472,28 @@ async def make_api(
         timeout=timeout,
         owns_client=True,
         metrics=metrics,
+        credentials=credentials,
     )
     if loader is not None:
         api._background = asyncio.create_task(_refresh_tokens(loader, configuration))
     return api
+
+
+def _file_token(kubeconfig: str | None, loader: Any, clock: Clock | None) -> FileToken | None:
+    """The token file to read again as it rotates: the kubeconfig user's ``tokenFile``, or the
+    pod's ServiceAccount token when the in-cluster configuration was used."""
+    if loader is not None:
+        path = token_file_of(loader)
+    elif not kubeconfig and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        path = incluster_config.SERVICE_TOKEN_FILENAME
+    else:
+        path = None
+    if path is None:
+        return None
+    try:
+        return FileToken(path, clock=clock)
+    except TokenFileError as error:
+        raise ClientConfigError(str(error)) from None
 
 
 def proxy_from_environment(server: str) -> str | None:
