@@ -95,8 +95,11 @@ differential: $(STAMP)
 	$(PY) -m differential campaign --seeds $(SEEDS) --command-line "make differential SEEDS=$(SEEDS)"
 
 ## For CI: the saved cases of differential/cases/ and a short campaign of CI_SEEDS (report in
-## /tmp/kopf-differential); fails on a true divergence or a failing case.
-CI_SEEDS ?= 1-2
+## /tmp/kopf-differential); fails on a true divergence or a failing case. The default seed is
+## one whose scenarios kube-scheduler has played the same way every time: where its own runs
+## can disagree (preemption-2 picks among equal nodes), three runs that happen to agree would
+## read as a divergence of ours.
+CI_SEEDS ?= 1
 differential-ci: $(STAMP)
 	$(PY) -m differential ci --seeds $(CI_SEEDS) --command-line "make differential-ci"
 
