@@ -34,6 +34,11 @@ bound pod's `nominatedNodeName` on purpose), and compares what `kubectl` shows a
 | disruption_targets | the `DisruptionTarget` condition of each victim |
 | claims | the volume each claim was bound to |
 
+Every run starts its waves 0.2 s past a whole second of the wall clock: the API server keeps
+deletion and start times to the second and kwok removes a terminating pod on the second, so the
+point within a second where a run began would otherwise decide races that are not about
+scheduling (whether a victim is still there, which of two victims started first).
+
 Names, UIDs, the namespace and the scheduler's name are normalised away. Where ours differs,
 both run the scenario again (upstream up to three times, ours twice), and each pod that differs
 is judged on its own: *upstream-nondeterministic* when upstream's runs disagree on it

@@ -15,7 +15,8 @@ One run, in order:
    the PDBs, and wait until the disruption controller has counted them;
 2. start watching the namespace's pods; create the backlog wave, if there is one;
 3. start the scheduler under test (a fresh process per run, so nothing carries over), then
-   create the other waves at their offsets from that moment;
+   create the other waves at their offsets from the next moment :data:`WAVE_PHASE` past a
+   whole second of the wall clock (see below);
 4. wait until the run settles: no pod terminating, no claim waiting for its volume, nothing in
    the scheduler's active or backoff queue (``scheduler_pending_pods``) and no pod change for
    :data:`QUIET_SECONDS`, on two probes in a row;
@@ -23,6 +24,16 @@ One run, in order:
    Events and claims, and remove everything the run created.
 
 The nodes are created once per scenario (:meth:`Lab.stage`) and are identical for every run.
+
+Why the waves keep time with the wall clock's seconds: the API server stores a deletion's
+``deletionTimestamp`` and a pod's ``startTime`` to the second, and kwok removes a terminating
+pod when its deletion time comes, so a victim with a one-second grace period is gone anywhere
+from 0 to 1 s after its deletion, depending on where in the second it was deleted. Whether a
+later pod still sees that victim, and which of two victims started first (preemption breaks
+ties on start time), then depends on where in the second a run happened to begin. Starting
+every run's waves at the same point within the second gives both schedulers the same clock to
+race against; the runs of one side would otherwise agree with each other and disagree with the
+other side's for no reason of scheduling.
 """
 
 from __future__ import annotations
@@ -63,6 +74,8 @@ STOP_TIMEOUT = 20.0
 SERVICE_ACCOUNT = "kopf-scheduler"
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
 MERGE_PATCH = "application/merge-patch+json"
+WAVE_PHASE = 0.2
+"""Where within a wall-clock second the first wave of every run starts."""
 
 OUR_CONFIG = f"""\
 apiVersion: kubescheduler.config.k8s.io/v1
@@ -294,6 +307,12 @@ class OurSide:
         if self.process is None or self.process.poll() is not None:
             raise RunnerError(f"kopf-scheduler is not running:\n{_tail(self.log)}")
         return _scrape(f"https://127.0.0.1:{self.port}/metrics", _insecure())
+
+
+def seconds_to_phase(wall: float, phase: float = WAVE_PHASE) -> float:
+    """Seconds from the wall-clock time ``wall`` to the next moment ``phase`` past a whole
+    second (0 when ``wall`` is exactly there)."""
+    return (phase - wall) % 1.0
 
 
 def _tail(path: Path, lines: int = 30) -> str:
@@ -548,8 +567,9 @@ class Lab:
             )
 
     def _create_waves(self, waves: list[Wave]) -> None:
-        """Each wave at its offset from now (the scheduler just started)."""
-        origin = time.monotonic()
+        """Each wave at its offset from the next :data:`WAVE_PHASE` of the wall clock (the
+        scheduler just started)."""
+        origin = time.monotonic() + seconds_to_phase(time.time())
         offset = 0.0
         for wave in waves:
             offset += wave.after_seconds
