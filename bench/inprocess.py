@@ -25,7 +25,6 @@ When the last measured pod is bound the run stops once the active queue is empty
 
 from __future__ import annotations
 
-import asyncio
 import resource
 import time
 from collections.abc import Callable, Iterator
@@ -42,6 +41,7 @@ from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.queue.scheduling_queue import SchedulingQueue
 from kopf_scheduler.scheduler.explain import AttemptRecord
 from kopf_scheduler.scheduler.loop import Scheduler
+from kopf_scheduler.sim import loop as sim_loop
 from kopf_scheduler.sim.runner import Simulation
 
 NAMESPACE = "bench"
@@ -339,4 +339,4 @@ def run_inprocess(scenario: Scenario, seed: int = 0, configure_logs: bool = True
     ``configure_logs`` sets the process-wide logging to warnings only (per-pod info logs would
     be part of the timing otherwise); tests that share the process turn it off.
     """
-    return asyncio.run(_run(scenario, seed, configure_logs))
+    return sim_loop.run(_run(scenario, seed, configure_logs))

@@ -25,6 +25,7 @@ from kopf_scheduler.config.kubeconfig import check_kubeconfig
 from kopf_scheduler.config.loader import LoadedConfig, check_config_file, default_config
 from kopf_scheduler.config.writer import config_yaml
 from kopf_scheduler.logs import configure_logging
+from kopf_scheduler.sim import loop as sim_loop
 from kopf_scheduler.sim.report import build_report, render_json, render_table, render_yaml
 from kopf_scheduler.sim.runner import Simulation
 from kopf_scheduler.sim.scenario import Scenario, ScenarioError, load_scenario
@@ -86,7 +87,7 @@ def _simulate(args: argparse.Namespace) -> int:
             print(f"error: {error}", file=sys.stderr)
             return EXIT_USAGE
     simulation = Simulation(config, seed=args.seed)
-    result = asyncio.run(simulation.run(scenario))
+    result = sim_loop.run(simulation.run(scenario))
     report = build_report(result, explain=args.explain, added=added)
     if args.output == "json":
         print(render_json(report))

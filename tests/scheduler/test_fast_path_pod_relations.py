@@ -14,7 +14,6 @@ own walk, and whole simulated runs (preemption and nominations included) must re
 
 from __future__ import annotations
 
-import asyncio
 import json
 import random
 from pathlib import Path
@@ -36,6 +35,7 @@ from kopf_scheduler.plugins.pod_topology_spread import filtering as spread_filte
 from kopf_scheduler.plugins.pod_topology_spread import scoring as spread_scoring
 from kopf_scheduler.scheduler.algorithm import Algorithm
 from kopf_scheduler.scheduler.fast_path import FastPath
+from kopf_scheduler.sim import loop as sim_loop
 from kopf_scheduler.sim.report import build_report, render_json
 from kopf_scheduler.sim.runner import Simulation
 from kopf_scheduler.sim.scenario import load_scenario
@@ -439,7 +439,7 @@ def _simulated_report(path: Path, fast_path: bool, seed: int) -> str:
     config = parse_config(
         {"apiVersion": API_VERSION, "kind": KIND, "kopfScheduler": {"fastPath": fast_path}}
     )
-    result = asyncio.run(Simulation(config, seed=seed).run(load_scenario([path])))
+    result = sim_loop.run(Simulation(config, seed=seed).run(load_scenario([path])))
     return render_json(build_report(result, explain=True))
 
 

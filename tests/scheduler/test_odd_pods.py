@@ -10,7 +10,6 @@ no node has, ``Gt``/``Lt`` on values that are not integers, topology keys no nod
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -18,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kopf_scheduler.config.loader import default_config
+from kopf_scheduler.sim import loop as sim_loop
 from kopf_scheduler.sim.runner import Simulation
 from tests.builders import make_node, make_pod
 
@@ -187,7 +187,7 @@ def test_odd_pods_end_in_a_decision_and_the_scheduler_keeps_going(
     root = logging.getLogger()
     root.addHandler(failures)
     try:
-        sim = asyncio.run(scenario())
+        sim = sim_loop.run(scenario())
     finally:
         root.removeHandler(failures)
 

@@ -6,7 +6,6 @@ input does; the builders here produce the plain dictionaries those files contain
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 import yaml
 
 from kopf_scheduler.config.loader import default_config
+from kopf_scheduler.sim import loop as sim_loop
 from kopf_scheduler.sim.report import build_report, render_json
 from kopf_scheduler.sim.runner import Simulation, SimulationResult
 from kopf_scheduler.sim.scenario import load_scenario
@@ -150,7 +150,7 @@ def write_json(path: Path, value: Any) -> Path:
 def simulate(paths: Sequence[Path | str], *, seed: int = 0) -> SimulationResult:
     """Load ``paths`` and run them through the default configuration."""
     scenario = load_scenario(paths)
-    return asyncio.run(Simulation(default_config(), seed=seed).run(scenario))
+    return sim_loop.run(Simulation(default_config(), seed=seed).run(scenario))
 
 
 def simulate_docs(

@@ -24,7 +24,6 @@ topology spreading.
 
 from __future__ import annotations
 
-import asyncio
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from kopf_scheduler.framework.cycle_state import CycleState
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.scheduler.algorithm import Decision
 from kopf_scheduler.scheduler.explain import AttemptRecord
+from kopf_scheduler.sim import loop as sim_loop
 from kopf_scheduler.sim.report import build_report
 from kopf_scheduler.sim.runner import Simulation, SimulationResult
 from tests.sim.support import node, pod
@@ -357,7 +357,7 @@ def _fits_selector_and_taints(spec: PodSpec, target: NodeSpec) -> bool:
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(world=worlds(), seed=st.integers(0, 3))
 def test_explanations_agree_with_decisions(world: World, seed: int) -> None:
-    run = asyncio.run(_run(world, seed))
+    run = sim_loop.run(_run(world, seed))
     try:
         _check_run(world, run)
     except AssertionError:

@@ -15,6 +15,7 @@ from kopf_scheduler.k8s.client import Api, ListResult
 from kopf_scheduler.model.storage import BIND_COMPLETED_ANNOTATION, BOUND_BY_CONTROLLER_ANNOTATION
 from kopf_scheduler.ports import ApiError
 from kopf_scheduler.service.whatif import cluster_scenario
+from kopf_scheduler.sim import loop as sim_loop
 from kopf_scheduler.sim.report import build_report
 from kopf_scheduler.sim.runner import Simulation
 from tests.sim.support import node, pod, write_yaml
@@ -115,7 +116,7 @@ def test_storage_objects_are_listed_and_steer_the_added_pods(tmp_path: Path) -> 
     ]
     assert all("resourceVersion" not in o["metadata"] for o in scenario.storage)
 
-    result = asyncio.run(Simulation(default_config()).run(scenario))
+    result = sim_loop.run(Simulation(default_config()).run(scenario))
     answers = {
         a["name"]: (a["status"], a["node"]) for a in build_report(result, added=keys)["whatIf"]
     }

@@ -6,12 +6,12 @@ the in-memory cluster assigns both.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from kopf_scheduler.config.loader import default_config
+from kopf_scheduler.sim import loop as sim_loop
 from kopf_scheduler.sim.runner import Simulation, SimulationResult
 from kopf_scheduler.sim.scenario import load_scenario
 from tests.sim.support import write_yaml
@@ -145,7 +145,7 @@ def simulate_volumes(
                 (kind, event_type, raw["metadata"]["name"])
             )
         )
-    return asyncio.run(simulation.run(scenario))
+    return sim_loop.run(simulation.run(scenario))
 
 
 def stored(result: SimulationResult, kind: str, key: str) -> Raw:

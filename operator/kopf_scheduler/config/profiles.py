@@ -21,6 +21,11 @@ from kopf_scheduler.framework.runtime import ProfilePlugins
 from kopf_scheduler.model.errors import InvalidObjectError
 from kopf_scheduler.plugins import registry
 
+NOT_INSTALLED = (
+    " (neither in-tree nor installed: an out-of-tree plugin's distribution declares it as an "
+    f"entry point in the group {registry.ENTRY_POINT_GROUP})"
+)
+
 
 def merged_multi_point(user: PluginSet | None) -> list[PluginRef]:
     """The default multiPoint plugins with the user's multiPoint list applied, in order."""
@@ -47,13 +52,17 @@ def _instantiate(
     profile: Profile, index: int, names: list[str], handle: Handle
 ) -> dict[str, Plugin]:
     instances: dict[str, Plugin] = {}
-    known = set(registry.plugin_names())
+    try:
+        out_of_tree = registry.out_of_tree_plugins()
+    except registry.PluginLoadError as error:
+        raise ConfigError("", str(error)) from None
+    known = set(registry.plugin_names()) | out_of_tree.keys()
     for name in profile.plugin_config:
         if name not in known:
             position = list(profile.plugin_config).index(name)
             raise ConfigError(
                 _profile_field(index, f"pluginConfig[{position}].name"),
-                f"unknown plugin {name!r}",
+                f"unknown plugin {name!r}{NOT_INSTALLED}",
             )
     for name in names:
         if name in instances:
@@ -62,12 +71,14 @@ def _instantiate(
             hint = (
                 " (in-tree volume limit plugins are not supported)"
                 if name in registry.UNSUPPORTED_UPSTREAM_PLUGINS
-                else ""
+                else NOT_INSTALLED
             )
             raise ConfigError(_profile_field(index, "plugins"), f"unknown plugin {name!r}{hint}")
         args: Mapping[str, Any] | None = profile.plugin_config.get(name)
         try:
-            instances[name] = registry.factory(name)(args, handle)
+            instances[name] = registry.factory(name, out_of_tree)(args, handle)
+        except registry.PluginLoadError as error:
+            raise ConfigError(_profile_field(index, "plugins"), str(error)) from None
         except (InvalidArgsError, InvalidObjectError) as error:
             position = (
                 list(profile.plugin_config).index(name) if name in profile.plugin_config else 0

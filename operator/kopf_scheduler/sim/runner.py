@@ -5,11 +5,14 @@ deletions, volume binding waiting for the PV controller) finish while the cluste
 act on what those tasks write, and then jumps virtual time to the next thing that can happen: a
 backoff expiring, a terminating pod disappearing, a timer. When only unschedulable pods remain
 it gives them one retry after the periodic flush; if that changes nothing, the run is over.
+
+While tasks are pending, time moves only once the event loop has nothing left to run
+(``SimulationLoop.idle``, sim/loop.py), so a simulation runs on that loop:
+``kopf_scheduler.sim.loop.run(simulation.run(scenario))``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import itertools
 import math
@@ -26,6 +29,7 @@ from kopf_scheduler.scheduler.explain import AttemptRecord
 from kopf_scheduler.scheduler.loop import Scheduler
 from kopf_scheduler.sim.clock import VirtualClock
 from kopf_scheduler.sim.cluster import InMemoryCluster
+from kopf_scheduler.sim.loop import running_simulation_loop
 from kopf_scheduler.sim.scenario import STORAGE_KINDS, Scenario
 
 UNSCHEDULABLE_FLUSH_PERIOD = 30.0
@@ -94,21 +98,18 @@ class Simulation:
         return scheduler, handlers
 
     async def _settle(self, scheduler: Scheduler) -> None:
+        loop = running_simulation_loop()
         for _ in range(100_000):
             # The controllers catch up with what the scheduler's tasks wrote (a PV's claimRef,
             # a claim's selected node) before time moves on.
             self.cluster.run_controllers()
             if not scheduler.pending_tasks:
                 return
-            await asyncio.sleep(0)
+            # Every task runs until it waits; what still waits then waits for time to pass.
+            await loop.idle()
             deadline = self.clock.next_deadline()
-            if scheduler.pending_tasks and deadline is not None and self._tasks_blocked(scheduler):
+            if scheduler.pending_tasks and deadline is not None:
                 self.clock.advance_to(deadline)
-
-    def _tasks_blocked(self, scheduler: Scheduler) -> bool:
-        loop = asyncio.get_running_loop()
-        ready = getattr(loop, "_ready", None)
-        return ready is not None and len(ready) == 0
 
     def start(self) -> Scheduler:
         """Wire the scheduler to the in-memory cluster (call inside the event loop)."""
@@ -179,6 +180,7 @@ class Simulation:
         return max(self.clock.now(), start + ticks * UNSCHEDULABLE_FLUSH_PERIOD)
 
     async def _drive(self, scheduler: Scheduler, start: float) -> None:
+        running_simulation_loop()  # fail at once, not at the first pending task
         queue = scheduler.queue
         cluster = self.cluster
         last_forced_generation = -1
