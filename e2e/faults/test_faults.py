@@ -34,6 +34,9 @@ PER_NODE = 8  # 2 CPU / 250m
 RENEW_DEADLINE = 10.0  # the pool's leaderElection.renewDeadline
 ETCD_STALL = 20.0
 PAUSE = 8.0  # below renewDeadline: the paused leader keeps its Lease and resumes as leader
+OUTAGE_AT_SYNC = 70.0
+"""Over a minute: by default kopf gives a request up after about that long, which at its start
+ended the whole operator."""
 
 
 def _burst(local: LocalCluster, env: TestEnv, prefix: str, count: int, rate: float) -> Burst:
@@ -228,6 +231,34 @@ def test_leader_partition(
         # Like kube-scheduler, a replica that lost its Lease exits (code 1) to start clean.
         assert cut_off.popen.returncode == 1, cut_off.popen.returncode
         scheduler_pool.kill(cut_off)
+
+
+def test_api_gone_for_a_minute_as_the_caches_sync(
+    env: TestEnv, proxied: Proxied, scheduler_pool: LocalSchedulers
+) -> None:
+    """The API server goes away (every connection reset) the moment the last initial LIST is
+    answered, before kopf's discovery, the watches and the first Lease request: the replica must
+    ride the minute out (not exit), then lead and bind."""
+    proxied.proxy.partition_after("GET", "/api/v1/pods", hold=False)
+    replica = proxied.start("faults-gone-at-sync")  # returns once its /readyz says synced
+    assert proxied.proxy.partitioned
+    back = time.monotonic() + OUTAGE_AT_SYNC
+    while time.monotonic() < back:
+        assert replica.alive(), (
+            f"exited with {replica.popen.returncode} during the outage:\n"
+            + replica.log_since_mark()[-4000:]
+        )
+        time.sleep(1)
+    proxied.proxy.heal()
+    assert replica.alive(), replica.log_since_mark()[-4000:]
+    assert scheduler_pool.wait_leader(timeout=90) == replica.identity
+    env.create_nodes(1, cpu=NODE_CPU)
+    env.create(env.pod("after-the-outage", cpu=POD_CPU))
+    env.wait_bound("after-the-outage", timeout=60)
+    assert replica.alive()
+    log = replica.log_since_mark()
+    assert "Traceback" not in log
+    assert proxied.proxy.stats["refused"] > 0
 
 
 def test_leader_sigkill_mid_preemption(

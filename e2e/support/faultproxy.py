@@ -18,6 +18,8 @@ be injected below it.
     proxy.faults = Faults(error_rate=0.2)      # takes effect for the next request
     proxy.partition()                          # resets every open stream, holds new requests
     proxy.heal()                               # held requests are dropped, never forwarded
+    proxy.partition_after("GET", "/api/v1/pods")  # partition once that request is answered
+    proxy.partition(hold=False)                # a server gone: new requests are reset at once
     proxy.stats.snapshot()                     # what was injected, and the 410s seen in watches
     proxy.stop()
 
@@ -206,6 +208,8 @@ class FaultProxy:
         self._session: aiohttp.ClientSession | None = None
         self._healed: asyncio.Event | None = None
         self._streams: dict[int, web.BaseRequest] = {}
+        self._partition_after: tuple[str, str, bool] | None = None
+        self._hold = True
 
     @property
     def url(self) -> str:
@@ -239,13 +243,19 @@ class FaultProxy:
         self._loop.close()
         self._loop = None
 
-    def partition(self) -> None:
-        """Cut every open connection and hold new requests until :meth:`heal`."""
-        self._call(self._partition)
+    def partition(self, *, hold: bool = True) -> None:
+        """Cut every open connection and hold new requests until :meth:`heal`; with ``hold``
+        false, reset each new request at once instead, as a server that is gone."""
+        self._call(lambda: self._partition(hold))
 
     def heal(self) -> None:
         """End the partition: held requests are dropped (connection reset), never forwarded."""
         self._call(self._heal)
+
+    def partition_after(self, method: str, path: str, *, hold: bool = True) -> None:
+        """:meth:`partition` as soon as the next ``method path`` request (not a watch) has its
+        whole answer: the moment a scheduler's last initial LIST arrives, to the request."""
+        self._partition_after = (method.upper(), path, hold)
 
     def cut(self) -> None:
         """Reset every open connection once (watches included); new ones pass."""
@@ -311,8 +321,9 @@ class FaultProxy:
         if self._runner is not None:
             await self._runner.cleanup()
 
-    def _partition(self) -> None:
+    def _partition(self, hold: bool = True) -> None:
         assert self._healed is not None
+        self._hold = hold
         self._healed.clear()
         self.stats.add("partitions")
         self._cut()
@@ -345,6 +356,9 @@ class FaultProxy:
         self.stats.add("requests")
         assert self._healed is not None
         if not self._healed.is_set():
+            if not self._hold:
+                self.stats.add("refused")
+                return self._drop(request)
             self.stats.add("held")
             await self._healed.wait()
             return self._drop(request)
@@ -380,6 +394,7 @@ class FaultProxy:
         self, request: web.Request, *, reset_after: bool, cut_watch: bool
     ) -> web.StreamResponse:
         assert self._session is not None
+        watch = request.query.get("watch") in ("true", "1")
         headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
         body = await request.read()
         self._streams[id(request)] = request
@@ -410,6 +425,16 @@ class FaultProxy:
                         self.stats.add("watch_reset")
                         self._abort(request)
                         return response
+                trigger = self._partition_after
+                if (
+                    not watch
+                    and trigger is not None
+                    and trigger[:2] == (request.method, request.path)
+                ):
+                    # In force before the client can read the end of this answer.
+                    self._partition_after = None
+                    self._streams.pop(id(request), None)  # not to be cut: it is complete
+                    self._partition(trigger[2])
                 await response.write_eof()
                 return response
         except (aiohttp.ClientError, TimeoutError, ConnectionError):

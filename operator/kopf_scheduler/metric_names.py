@@ -6,6 +6,9 @@ names and buckets, and help texts carrying the same ``[STABILITY]`` prefix that 
 component-base adds. Besides the scheduler's own metrics (kube-scheduler's
 ``pkg/scheduler/metrics``), the API client reports client-go's ``rest_client_*`` metrics and
 leader election client-go's ``leader_election_master_status``.
+
+A metric of our own, one kube-scheduler does not have, is named with :data:`OWN_PREFIX` and its
+help carries no stability level, so nobody takes it for one of upstream's.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 ALPHA = "ALPHA"
 BETA = "BETA"
 STABLE = "STABLE"
+OWN_PREFIX = "kopf_scheduler_"
 
 
 def _exponential(start: float, factor: float, count: int) -> tuple[float, ...]:
@@ -31,9 +35,17 @@ class MetricDef:
     stability: str = ALPHA
 
     @property
+    def own(self) -> bool:
+        """Ours, not kube-scheduler's: no upstream dashboard or alert knows it."""
+        return self.name.startswith(OWN_PREFIX)
+
+    @property
     def exposed_help(self) -> str:
-        """The help text as component-base exposes it: prefixed with the stability level."""
-        return f"[{self.stability}] {self.help}"
+        """The help text as component-base exposes it: prefixed with the stability level.
+
+        Our own metrics have no place in component-base's stability scheme and go without one.
+        """
+        return self.help if self.own else f"[{self.stability}] {self.help}"
 
 
 SCHEDULE_ATTEMPTS = "scheduler_schedule_attempts_total"
@@ -55,6 +67,7 @@ GOROUTINES = "scheduler_goroutines"
 REST_CLIENT_REQUESTS = "rest_client_requests_total"
 REST_CLIENT_REQUEST_DURATION = "rest_client_request_duration_seconds"
 LEADER_ELECTION_MASTER_STATUS = "leader_election_master_status"
+EVENTS_DROPPED = f"{OWN_PREFIX}events_dropped_total"
 
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
 """Per-plugin durations are recorded for this share of scheduling cycles, as upstream does."""
@@ -202,5 +215,13 @@ DEFINITIONS: tuple[MetricDef, ...] = (
         "1 indicates master. 'name' is the string used to identify the lease. Please make sure "
         "to group by name.",
         ("name",),
+    ),
+    MetricDef(
+        EVENTS_DROPPED,
+        "counter",
+        "Events about pods that were never written to the API server, by why: 'queue_full' (the "
+        "recorder's queue was full), 'shutdown' (still queued when the process stopped), "
+        "'send_failed' (the API server refused the event or could not be reached on any try).",
+        ("reason",),
     ),
 )

@@ -155,3 +155,43 @@ async def test_a_partition_holds_requests_and_drops_them_at_heal(
         healer.join()
     assert upstream[0].bindings == 1
     assert proxy.stats["held"] == 1
+
+
+async def test_a_server_gone_resets_every_new_request_until_heal(
+    proxy: FaultProxy, upstream: tuple[Upstream, str, Path]
+) -> None:
+    await asyncio.to_thread(lambda: proxy.partition(hold=False))
+    async with _client(proxy) as client:
+        for _ in range(3):
+            with pytest.raises(aiohttp.ClientError):
+                async with client.post(proxy.url + BIND, json={}) as response:
+                    await response.read()
+        await asyncio.to_thread(proxy.heal)
+        async with client.post(proxy.url + BIND, json={}) as response:
+            assert response.status == 201
+    assert upstream[0].bindings == 1
+    assert (proxy.stats["refused"], proxy.stats["held"]) == (3, 0)
+
+
+async def test_a_partition_can_start_right_after_a_given_request_is_answered(
+    proxy: FaultProxy, upstream: tuple[Upstream, str, Path]
+) -> None:
+    proxy.partition_after("GET", "/api/v1/pods")
+    healer: threading.Timer | None = None
+    async with _client(proxy) as client:
+        async with client.post(proxy.url + BIND, json={}) as response:
+            assert response.status == 201  # not the request named: it passes
+        async with client.get(proxy.url + "/api/v1/pods") as response:
+            assert response.status == 200
+            assert (await response.json())["kind"] == "PodList"
+        assert proxy.partitioned
+        healer = threading.Timer(1.0, proxy.heal)
+        healer.start()
+        try:
+            with pytest.raises(aiohttp.ClientError):
+                async with client.post(proxy.url + BIND, json={}) as response:
+                    await response.read()
+        finally:
+            healer.join()
+    assert upstream[0].bindings == 1
+    assert (proxy.stats["partitions"], proxy.stats["held"]) == (1, 1)

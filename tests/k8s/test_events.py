@@ -1,4 +1,5 @@
-"""Events: the events.k8s.io/v1 body, series aggregation with its rate bound, best-effort sending."""
+"""Events: the events.k8s.io/v1 body, series aggregation with its rate bound, best-effort sending
+with a bounded queue, drops counted and told, and writes tried again while the server throttles."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ import pytest
 
 from kopf_scheduler.k8s.client import Api
 from kopf_scheduler.k8s.events import ApiEventRecorder, truncate_note
+from kopf_scheduler.k8s.metrics import PrometheusMetrics
 from kopf_scheduler.ports import Event, ObjectRef
 from kopf_scheduler.sim.clock import VirtualClock
 from tests.builders import make_pod
-from tests.k8s.support import START, drive, ok, reply
+from tests.k8s.support import START, drive, ok, reply, status
 
 EVENTS = "/apis/events.k8s.io/v1/namespaces/team/events"
 NAME = f"web.{int(START * 1e9):x}"
@@ -359,3 +361,94 @@ async def test_several_events_are_sent_at_once(kmock: kmock.RawHandler, api: Api
     assert most_in_flight == 4
     assert len(kmock[f"post {EVENTS}"]) == 6
     assert recorder.dropped == 0
+
+
+def dropped_metric(metrics: PrometheusMetrics, reason: str) -> float:
+    value = metrics.registry.get_sample_value(
+        "kopf_scheduler_events_dropped_total", {"reason": reason}
+    )
+    return value or 0.0
+
+
+def throttled() -> kmock.Response:
+    return kmock.Response(
+        status=429,
+        payload=status(429, "TooManyRequests", "the server is handling too many requests"),
+        headers={"Retry-After": "1"},
+    )
+
+
+async def test_under_429s_the_queue_stays_bounded_and_every_event_is_sent_or_counted(
+    kmock: kmock.RawHandler, api: Api, vclock: VirtualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """More 429s than a request's own retries cover: the sink tries again ten seconds later."""
+    kmock[CREATE][:24] << throttled
+    kmock[CREATE] << (lambda request: ok(request.data, 201))
+    metrics = PrometheusMetrics()
+    recorder = ApiEventRecorder(
+        api, hostname="h", clock=vclock, queue_size=5, senders=2, metrics=metrics
+    )
+    await recorder.start()
+    most_queued = 0
+    with caplog.at_level(logging.WARNING, logger="kopf_scheduler.k8s.events"):
+        for index in range(30):
+            recorder.record(failed(pod=ObjectRef("team", f"web-{index}", f"uid-{index}")))
+            most_queued = max(most_queued, recorder.queued)
+            await asyncio.sleep(0)
+
+        def created() -> int:
+            return max(0, len(kmock[CREATE]) - 24)
+
+        try:
+            await drive(vclock, lambda: created() + recorder.dropped == 30)
+        finally:
+            await recorder.stop()
+
+    assert most_queued <= 5
+    assert recorder.dropped > 0
+    assert dropped_metric(metrics, "queue_full") == recorder.dropped
+    assert dropped_metric(metrics, "send_failed") == 0
+    assert created() == 30 - recorder.dropped
+    assert len({r.data["regarding"]["name"] for r in kmock[CREATE]}) == created()
+    warnings = [r for r in caplog.records if r.getMessage().startswith("events dropped")]
+    assert len(warnings) == 1  # every drop happened within one log interval
+
+
+async def test_an_event_refused_on_its_last_try_is_counted(
+    kmock: kmock.RawHandler, api: Api, vclock: VirtualClock
+) -> None:
+    kmock[CREATE] << throttled
+    metrics = PrometheusMetrics()
+    recorder = ApiEventRecorder(api, hostname="h", clock=vclock, sink_tries=3, metrics=metrics)
+    await recorder.start()
+    try:
+        recorder.record(failed())
+        await drive(vclock, lambda: recorder.dropped == 1)
+    finally:
+        await recorder.stop()
+
+    assert len(kmock[CREATE]) == 3 * 5  # three tries of the sink, each with the client's retries
+    assert dropped_metric(metrics, "send_failed") == 1
+
+
+async def test_drops_are_told_at_most_once_per_interval_with_their_count(
+    api: Api, vclock: VirtualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    metrics = PrometheusMetrics()
+    recorder = ApiEventRecorder(
+        api, hostname="h", clock=vclock, queue_size=1, metrics=metrics, drop_log_interval=10
+    )
+    with caplog.at_level(logging.WARNING, logger="kopf_scheduler.k8s.events"):
+        for index in range(30):
+            recorder.record(failed(f"note {index}"))
+        vclock.advance_to(START + 9)
+        recorder.record(failed("still within the interval"))
+        vclock.advance_to(START + 10)
+        recorder.record(failed("after the interval"))
+
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 2
+    assert messages[0].startswith("events dropped: 1 since the last report, 1 in all")
+    assert messages[1].startswith("events dropped: 30 since the last report, 31 in all")
+    assert recorder.queued == 1
+    assert dropped_metric(metrics, "queue_full") == 31

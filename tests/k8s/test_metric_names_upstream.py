@@ -1,5 +1,7 @@
 """Every metric family on our /metrics has the name, type and label names kube-scheduler v1.34.10
-exports under that name, so dashboards and alerts written for kube-scheduler work unchanged.
+exports under that name, so dashboards and alerts written for kube-scheduler work unchanged; the
+few metrics of our own carry the ``kopf_scheduler_`` prefix and no stability level, so none passes
+for upstream's.
 
 The table below is upstream's, written down from the sources (paths under the Go module cache:
 ``k8s.io/kubernetes@v1.34.10``, ``k8s.io/component-base@v0.34.10``,
@@ -104,7 +106,11 @@ def exported_families() -> dict[str, tuple[str, frozenset[str]]]:
 EXPORTED = exported_families()
 
 
-@pytest.mark.parametrize("name", sorted(EXPORTED), ids=sorted(EXPORTED))
+OURS = sorted(name for name in EXPORTED if name.startswith(m.OWN_PREFIX))
+THEIRS = sorted(name for name in EXPORTED if not name.startswith(m.OWN_PREFIX))
+
+
+@pytest.mark.parametrize("name", THEIRS, ids=THEIRS)
 def test_an_exported_metric_is_upstreams(name: str) -> None:
     assert name in UPSTREAM, f"{name} is not a kube-scheduler v1.34.10 metric"
     kind, labels = EXPORTED[name]
@@ -126,6 +132,24 @@ def test_an_exported_metric_is_upstreams(name: str) -> None:
 )
 def test_the_metrics_an_sre_looks_for_are_exported(name: str) -> None:
     assert name in EXPORTED
+
+
+@pytest.mark.parametrize("name", OURS, ids=OURS)
+def test_a_metric_of_our_own_does_not_pass_for_upstreams(name: str) -> None:
+    """Named apart, and no component-base stability level in its help."""
+    assert not any(theirs.startswith(m.OWN_PREFIX) for theirs in UPSTREAM)
+    [family] = [
+        family
+        for family in text_string_to_metric_families(
+            generate_latest(PrometheusMetrics().registry).decode()
+        )
+        if family.name == name.removesuffix("_total")
+    ]
+    assert not family.documentation.startswith("["), family.documentation
+
+
+def test_our_own_metrics_are_few_and_known() -> None:
+    assert OURS == [m.EVENTS_DROPPED]
 
 
 def test_no_created_series_that_upstream_does_not_have() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 from collections.abc import Mapping
 from typing import Any
 
@@ -87,10 +88,26 @@ LIBRARY_EXCEPTIONS: tuple[type[BaseException], ...] = (ApiException, *TRANSPORT_
 """Everything :func:`from_exception` translates; anything else is a bug and propagates as is."""
 
 
+CERTIFICATE_NOT_VERIFIED = (
+    "the API server's certificate failed verification ({detail}); check the CA the client "
+    "trusts: the kubeconfig's certificate-authority, or the ServiceAccount's ca.crt in a pod"
+)
+
+
+def certificate_failure(exc: aiohttp.ClientConnectorCertificateError) -> str:
+    """What a failed TLS verification means for an admin, with OpenSSL's reason kept."""
+    error = exc.certificate_error
+    reason = error.verify_message if isinstance(error, ssl.SSLCertVerificationError) else ""
+    detail = f"certificate verify failed: {reason}" if reason else str(error)
+    return CERTIFICATE_NOT_VERIFIED.format(detail=detail)
+
+
 def from_exception(exc: BaseException) -> ApiError:
     """The ports error for an exception raised by aiohttp, asyncio or kubernetes-asyncio."""
     if isinstance(exc, ApiError):
         return exc
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return TransportError(certificate_failure(exc))
     if isinstance(exc, ApiException):
         status = exc.status if isinstance(exc.status, int) else NO_RESPONSE
         body: Any = exc.body

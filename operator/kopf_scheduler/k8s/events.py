@@ -7,6 +7,15 @@ are in flight at once, all through the shared rate limit: like client-go's recor
 every event from a goroutine of its own, the events keep pace with hundreds of bindings per
 second instead of overflowing the queue behind one request at a time.
 
+When the API server throttles or is away, memory stays bounded and what is lost is counted: the
+queue never holds more than ``queue_size`` events, the series table more than ``max_series``, and
+each event that is never written (dropped from a full queue, left queued at shutdown, or refused
+or unanswered on its last try) counts in ``kopf_scheduler_events_dropped_total``, with at most one
+warning per ``drop_log_interval`` saying how many went since the last. A write that fails for a
+reason that may pass (no reply, 429, 5xx, after the client's own retries) is tried again after
+about ten seconds, up to twelve tries, as client-go's event sink does; the sender that holds it
+is one of the ``senders``, so a long outage fills the queue rather than the heap.
+
 Repeats are folded into a series the way client-go's events recorder does: an event like one
 sent within the last ``series_window`` seconds (same reason, action, type and controller about the
 same version of the same pod, with the same related pod) does not create a new Event object,
@@ -24,14 +33,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import socket
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from kopf_scheduler.k8s.client import MERGE_PATCH, Api
+from kopf_scheduler import metric_names as m
+from kopf_scheduler.k8s.client import JSON, MERGE_PATCH, Api
 from kopf_scheduler.k8s.clock import WallClock, micro_time
-from kopf_scheduler.ports import ApiError, Clock, Event, NotFoundError, PodRef
+from kopf_scheduler.ports import ApiError, Clock, Event, Metrics, NotFoundError, PodRef
 
 logger = logging.getLogger("kopf_scheduler.k8s.events")
 
@@ -41,6 +52,16 @@ DEFAULT_SERIES_WINDOW = 600.0
 DEFAULT_MIN_PATCH_INTERVAL = 30.0
 DEFAULT_FLUSH_INTERVAL = 5.0
 DEFAULT_MAX_SERIES = 10_000
+DEFAULT_SINK_TRIES = 12
+"""Tries of one write when the API server throttles, fails or is away (client-go's)."""
+DEFAULT_SINK_RETRY_INTERVAL = 10.0
+"""Seconds between those tries, plus up to a quarter more at random (client-go's)."""
+SINK_RETRY_JITTER = 0.25
+DEFAULT_DROP_LOG_INTERVAL = 10.0
+"""At most one warning about dropped events per this many seconds."""
+DROPPED_QUEUE_FULL = "queue_full"
+DROPPED_SHUTDOWN = "shutdown"
+DROPPED_SEND_FAILED = "send_failed"
 NOTE_LENGTH_LIMIT = 1024
 """Bytes the API server accepts in ``note``."""
 NAME_PREFIX_LIMIT = 253 - 1 - 16
@@ -108,6 +129,11 @@ class _Series:
 _TICK = None
 
 
+def worth_retrying(error: ApiError) -> bool:
+    """A failure that may pass: no reply at all, throttled, or a server error."""
+    return error.status in {0, 429} or error.status >= 500
+
+
 class ApiEventRecorder:
     """:class:`kopf_scheduler.ports.EventRecorder` over the API server.
 
@@ -127,8 +153,15 @@ class ApiEventRecorder:
         flush_interval: float = DEFAULT_FLUSH_INTERVAL,
         max_series: int = DEFAULT_MAX_SERIES,
         senders: int = DEFAULT_SENDERS,
+        metrics: Metrics | None = None,
+        sink_tries: int = DEFAULT_SINK_TRIES,
+        sink_retry_interval: float = DEFAULT_SINK_RETRY_INTERVAL,
+        drop_log_interval: float = DEFAULT_DROP_LOG_INTERVAL,
+        rng: random.Random | None = None,
     ) -> None:
+        """``metrics`` defaults to the client's own sink."""
         self._api = api
+        self._metrics: Metrics = metrics if metrics is not None else api.metrics
         self._hostname = hostname if hostname is not None else socket.gethostname()
         self._clock: Clock = clock if clock is not None else WallClock()
         self._queue: asyncio.Queue[Event | None] = asyncio.Queue(maxsize=queue_size)
@@ -142,27 +175,52 @@ class ApiEventRecorder:
         self._workers: list[asyncio.Task[None]] = []
         self._ticker: asyncio.Task[None] | None = None
         self._closed = False
+        self._sink_tries = max(1, sink_tries)
+        self._sink_retry_interval = sink_retry_interval
+        self._drop_log_interval = drop_log_interval
+        self._rng = rng if rng is not None else random.Random()
+        self._drops_since_log = 0
+        self._last_drop_log: float | None = None
         self.dropped = 0
-        """Events dropped because the queue was full or the recorder was stopped."""
+        """Events never written: dropped from a full queue, left at shutdown, or failed."""
 
     # The port ----------------------------------------------------------------------------------
 
     def record(self, event: Event) -> None:
         if self._closed:
-            self.dropped += 1
+            self._drop(DROPPED_SHUTDOWN, event)
             return
         try:
             self._queue.put_nowait(event)
         except asyncio.QueueFull:
-            self.dropped += 1
-            if self.dropped == 1 or self.dropped % 100 == 0:
-                logger.warning(
-                    "event queue full; dropped %d events so far (latest: %s %s on %s)",
-                    self.dropped,
-                    event.reason,
-                    event.type,
-                    event.regarding.key,
-                )
+            self._drop(DROPPED_QUEUE_FULL, event)
+
+    @property
+    def queued(self) -> int:
+        """Events (and flush ticks) waiting for a sender."""
+        return self._queue.qsize()
+
+    def _drop(self, reason: str, event: Event | None, count: int = 1) -> None:
+        """Count ``count`` events that will never be written; warn at most once per interval."""
+        self.dropped += count
+        self._metrics.inc(m.EVENTS_DROPPED, {"reason": reason}, count)
+        self._drops_since_log += count
+        now = self._clock.now()
+        if self._last_drop_log is not None and now - self._last_drop_log < self._drop_log_interval:
+            return
+        latest = (
+            f"{event.reason} {event.type} on {event.regarding.key}" if event is not None else "-"
+        )
+        logger.warning(
+            "events dropped: %d since the last report, %d in all (latest: %s, %s); "
+            "events are best effort, scheduling goes on",
+            self._drops_since_log,
+            self.dropped,
+            reason,
+            latest,
+        )
+        self._drops_since_log = 0
+        self._last_drop_log = now
 
     # Lifecycle ---------------------------------------------------------------------------------
 
@@ -190,7 +248,8 @@ class ApiEventRecorder:
             await asyncio.wait_for(self._drain(), timeout)
         except TimeoutError:
             pending = self._queue.qsize()
-            self.dropped += pending
+            if pending:
+                self._drop(DROPPED_SHUTDOWN, None, pending)
             logger.warning("event recorder stopped with %d events unsent", pending)
         finally:
             for worker in self._workers:
@@ -292,11 +351,29 @@ class ApiEventRecorder:
             body["related"] = object_reference(event.related)
         return body
 
+    async def _send(
+        self, method: str, path: str, body: dict[str, Any], content_type: str = JSON
+    ) -> None:
+        """One write, tried again after a failure that may pass, as client-go's sink does."""
+        for attempt in range(1, self._sink_tries + 1):
+            try:
+                await self._api.request(method, path, body, content_type=content_type)
+                return
+            except ApiError as error:
+                if attempt == self._sink_tries or not worth_retrying(error):
+                    raise
+                delay = self._sink_retry_interval * (1 + SINK_RETRY_JITTER * self._rng.random())
+                logger.debug("%s %s failed (%s); trying again in %.1fs", method, path, error, delay)
+                await self._clock.sleep(delay)
+
     async def _create(self, namespace: str, body: dict[str, Any]) -> None:
         try:
-            await self._api.request("POST", events_path(namespace), body)
+            await self._send("POST", events_path(namespace), body)
         except ApiError as error:
             self._log_failure("creating", body, error)
+            if error.status != 409:  # 409: the event is there already (a retried create)
+                self.dropped += 1
+                self._metrics.inc(m.EVENTS_DROPPED, {"reason": DROPPED_SEND_FAILED})
 
     async def _write_series(self, series: _Series, now: float) -> None:
         patch = {
@@ -305,7 +382,7 @@ class ApiEventRecorder:
         series.written_count = series.count
         series.last_write = now
         try:
-            await self._api.request(
+            await self._send(
                 "PATCH",
                 f"{events_path(series.namespace)}/{series.name}",
                 patch,

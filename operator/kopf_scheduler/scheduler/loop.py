@@ -4,6 +4,16 @@ One asyncio task owns the queue and the cache, so nothing here takes a lock. The
 (snapshot, filter, score, preemption dry runs, assume, reserve, permit) is plain synchronous
 code; only API calls (binding, status patches, victim deletion) run as background tasks, and the
 next pod is scheduled while the previous one binds, as upstream does with goroutines.
+
+The loop runs ahead of the bindings by at most ``max_binding_cycles``: when that many binding
+cycles are unfinished, it waits for one to end before it pops the next pod. kube-scheduler starts a
+goroutine per binding without a limit and lets each wait for the client's rate limiter; when the
+API server throttles (429) or is slow for long, those goroutines and their assumed pods pile up
+with the queue. Here the loop waits instead, so the tasks, the assumed pods and the requests
+queued at the rate limiter stay bounded while nothing is dropped: the pods wait in the scheduling
+queue, and a binding that fails after its retries goes back there, as upstream's does. A binding
+cycle that fails holds its place until the pod's status is patched, as upstream's goroutine runs
+the failure handler before it ends.
 """
 
 from __future__ import annotations
@@ -70,6 +80,10 @@ logger = structlog.get_logger("kopf_scheduler.scheduler")
 BACKOFF_FLUSH_PERIOD = 1.0
 UNSCHEDULABLE_FLUSH_PERIOD = 30.0
 ASSUMED_CLEANUP_PERIOD = 1.0
+DEFAULT_MAX_BINDING_CYCLES = 256
+"""Binding cycles (from Permit to the end of the binding) unfinished at once before the loop waits.
+At the default client rate limit of 50 requests per second that is about five seconds of binding
+requests queued ahead of anything else the scheduler sends."""
 
 
 class Scheduler:
@@ -87,6 +101,7 @@ class Scheduler:
         get_pod: Callable[[str], Pod | None],
         metrics: Metrics | None = None,
         on_attempt: Callable[[AttemptRecord], None] | None = None,
+        max_binding_cycles: int = DEFAULT_MAX_BINDING_CYCLES,
     ) -> None:
         self.profiles = profiles
         self.cache = cache
@@ -113,6 +128,8 @@ class Scheduler:
         self._cycle_status_patch: asyncio.Task[None] | None = None
         """The status patch of the last cycle's failure, which :meth:`run` waits for."""
         self._binding_tasks = 0
+        self.max_binding_cycles = max(1, max_binding_cycles)
+        """:meth:`run` pops no pod while this many binding cycles are unfinished."""
         self.nominations = NominationHygiene(
             enabled=True,
             status_writer=status_writer,
@@ -146,6 +163,11 @@ class Scheduler:
     @property
     def pending_tasks(self) -> int:
         return len(self._tasks)
+
+    @property
+    def binding_cycles(self) -> int:
+        """Binding cycles started and not yet finished (the goroutines gauge of ``binding``)."""
+        return self._binding_tasks
 
     def notify(self) -> None:
         """Wake the loop: a pod became poppable (the queue's activity callback)."""
@@ -284,8 +306,11 @@ class Scheduler:
         status: Status,
         host: str,
         start: float,
-    ) -> None:
-        """A Reserve/Permit/binding rejection: reported as a FitError over the one chosen node."""
+    ) -> asyncio.Task[None] | None:
+        """A Reserve/Permit/binding rejection: reported as a FitError over the one chosen node.
+
+        Returns the status patch started for the pod, if any.
+        """
         if status.is_rejected():
             diagnosis = Diagnosis(NodeToStatus())
             diagnosis.node_to_status.set(host, status)
@@ -295,7 +320,7 @@ class Scheduler:
                 else:
                     diagnosis.unschedulable_plugins.add(status.plugin)
             fit = FitError(qpi.pod, 1, diagnosis)
-            self._scheduling_failed(
+            return self._scheduling_failed(
                 framework,
                 qpi,
                 state,
@@ -304,10 +329,9 @@ class Scheduler:
                 NominatingInfo.clear(),
                 start,
             )
-        else:
-            self._scheduling_failed(
-                framework, qpi, state, status, None, NominatingInfo.clear(), start
-            )
+        return self._scheduling_failed(
+            framework, qpi, state, status, None, NominatingInfo.clear(), start
+        )
 
     # The binding cycle -------------------------------------------------------------------------
 
@@ -323,22 +347,41 @@ class Scheduler:
         cycle: int,
     ) -> None:
         try:
+            patch = await self._bind(framework, state, qpi, assumed, host, start, decision, cycle)
+            if patch is not None:
+                await asyncio.wait([patch])
+        finally:
+            self._binding_tasks -= 1
+            self.metrics.set(m.GOROUTINES, self._binding_tasks, {"operation": "binding"})
+            if self._binding_tasks == self.max_binding_cycles - 1:
+                self._wakeup.set()  # the loop may be waiting for this place
+
+    async def _bind(
+        self,
+        framework: Framework,
+        state: CycleState,
+        qpi: QueuedPodInfo,
+        assumed: Pod,
+        host: str,
+        start: float,
+        decision: Decision,
+        cycle: int,
+    ) -> asyncio.Task[None] | None:
+        """Wait on Permit, PreBind, Bind, PostBind; a failure's status patch, if one was started."""
+        try:
             status = await framework.wait_on_permit(assumed, self.clock.sleep)
             if not status.is_success():
-                self._binding_failed(framework, state, qpi, assumed, host, status, start)
-                return
+                return self._binding_failed(framework, state, qpi, assumed, host, status, start)
             self.queue.done(assumed.uid)
             status = await framework.run_pre_bind(state, assumed, host)
             if not status.is_success():
-                self._binding_failed(framework, state, qpi, assumed, host, status, start)
-                return
+                return self._binding_failed(framework, state, qpi, assumed, host, status, start)
             status = await framework.run_bind(state, assumed, host)
             if status.is_skip():
                 status = Status(Code.ERROR, "no bind plugin bound the pod")
             if not status.is_success():
                 if not self.cache.is_confirmed_on(assumed, host):
-                    self._binding_failed(framework, state, qpi, assumed, host, status, start)
-                    return
+                    return self._binding_failed(framework, state, qpi, assumed, host, status, start)
                 # The binding went through but its reply was lost (a connection cut): the watch
                 # already shows the pod on the chosen node, so it is scheduled like any other.
                 logger.info(
@@ -383,12 +426,10 @@ class Scheduler:
             raise
         except Exception as error:
             logger.exception("binding_cycle_failed", pod=assumed.key, node=host, cycle=self.cycle)
-            self._binding_failed(
+            return self._binding_failed(
                 framework, state, qpi, assumed, host, Status.from_error(error), start
             )
-        finally:
-            self._binding_tasks -= 1
-            self.metrics.set(m.GOROUTINES, self._binding_tasks, {"operation": "binding"})
+        return None
 
     def _binding_failed(
         self,
@@ -399,7 +440,7 @@ class Scheduler:
         host: str,
         status: Status,
         start: float,
-    ) -> None:
+    ) -> asyncio.Task[None] | None:
         framework.run_unreserve(state, assumed, host)
         self.cache.forget_pod(assumed)
         uid = assumed.uid
@@ -409,7 +450,7 @@ class Scheduler:
             )
         else:
             self.queue.move_all_to_active_or_backoff_queue(ASSIGNED_POD_DELETE, assumed, None)
-        self._fail_on_host(framework, qpi, state, status, host, start)
+        return self._fail_on_host(framework, qpi, state, status, host, start)
 
     # Failures --------------------------------------------------------------------------------
 
@@ -422,7 +463,8 @@ class Scheduler:
         fit: FitError | None,
         nominating: NominatingInfo | None,
         start: float,
-    ) -> None:
+    ) -> asyncio.Task[None] | None:
+        """Requeue the pod and report the failure; returns the status patch started, if any."""
         pod = qpi.pod
         rejected = status.is_rejected()
         result = "unschedulable" if rejected else "error"
@@ -459,13 +501,16 @@ class Scheduler:
         )
         current = cached if cached is not None and cached.uid == pod.uid else pod
         patch = failure_status_patch(current, reason, message, nominating, now)
+        task: asyncio.Task[None] | None = None
         if patch is not None:
             task = self._start(self._patch_status(current, patch))
             if self._in_scheduling_cycle:
                 # kube-scheduler's failure handler patches the status before the scheduling
-                # loop takes the next pod (binding failures patch in their own goroutine).
+                # loop takes the next pod (binding failures patch in their own goroutine, which
+                # a binding cycle here waits for before it ends).
                 self._cycle_status_patch = task
         self._report_attempt(framework, qpi, state, result, "", message, fit=fit)
+        return task
 
     def report_invalid_pod(
         self, raw: Mapping[str, Any], scheduler_name: str, error: InvalidObjectError
@@ -609,7 +654,10 @@ class Scheduler:
             while not stop.is_set():
                 self.last_advanced = self.clock.now()
                 self._wakeup.clear()
-                if self.active and self.schedule_one():
+                # Back-pressure: with every binding place taken, wait (as for work) until a
+                # binding cycle ends; each is bounded by its requests' timeouts and retries.
+                room = self._binding_tasks < self.max_binding_cycles
+                if self.active and room and self.schedule_one():
                     patch = self._cycle_status_patch
                     if patch is not None:
                         await asyncio.wait([patch])
