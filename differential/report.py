@@ -47,8 +47,19 @@ example whether a retry comes before or after a victim is gone); *ours-nondeterm
 upstream agrees with itself and one of our runs matched it but another did not; a *true
 divergence* when every upstream run agrees and none of ours matches. A difference can cascade:
 once one pod lands elsewhere, later decisions see another cluster, so the first difference in
-a scenario is the one to read. Profiles: `mixed` (every filter and score, volumes included) and
-`preemption` (full nodes, bursts of high-priority pods, PDBs, ReadWriteOncePod claims).
+a scenario is the one to read.
+
+Races that have shown up as differences so far, each with both schedulers following the same
+rules: when a preemptor's nomination changes, the update requeues the preemptor itself, and
+whether its retry takes its snapshot before or after the victim's deletion is visible decides
+between a second `Preempted` event for the same victim and a `FailedScheduling` "not eligible
+due to a terminating pod on the nominated node"; our scheduling cycles take tens of
+milliseconds where kube-scheduler's take a few, so ours lands on the later side more often.
+And when two victims are removed in the same second, kube-scheduler often runs a cycle between
+the two removals, while our watch reader applies both before the next cycle.
+
+Profiles: `mixed` (every filter and score, volumes included) and `preemption` (full nodes,
+bursts of high-priority pods, PDBs, ReadWriteOncePod claims).
 """
 
 RERUN = """\
