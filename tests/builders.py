@@ -40,6 +40,10 @@ class PodBuilder:
         self.raw["metadata"]["uid"] = uid
         return self
 
+    def generation(self, generation: int) -> PodBuilder:
+        self.raw["metadata"]["generation"] = generation
+        return self
+
     def label(self, key: str, value: str) -> PodBuilder:
         self.raw["metadata"].setdefault("labels", {})[key] = value
         return self

@@ -125,6 +125,16 @@ def test_condition_message_names_the_preemptors_scheduler() -> None:
     assert env.recorder.events[0].reporting_controller == "other"
 
 
+def test_condition_records_the_victims_generation() -> None:
+    # v1.34 has PodObservedGenerationTracking on: the condition says which generation it saw.
+    env = _env([_victim("v1").generation(3), _victim("v2", MID)], asynchronous=False)
+    env.post_filter(_preemptor())
+    (v1,) = env.patches_of("default/v1")
+    (v2,) = env.patches_of("default/v2")
+    assert v1 == {"status": {"conditions": [{**CONDITION, "observedGeneration": 3}]}}
+    assert v2 == {"status": {"conditions": [CONDITION]}}  # no generation kept, none written
+
+
 def test_existing_identical_condition_is_not_patched_again() -> None:
     victim = _victim("v1").condition(
         "DisruptionTarget",

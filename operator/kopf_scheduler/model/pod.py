@@ -319,6 +319,13 @@ class Pod:
     def has_required_anti_affinity(self) -> bool:
         return bool(self.anti_affinity_required)
 
+    @property
+    def generation(self) -> int:
+        """``metadata.generation`` (0 when the API server keeps none, as before v1.34)."""
+        metadata = self.raw.get("metadata") or {}
+        value = metadata.get("generation") if isinstance(metadata, Mapping) else None
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
     def condition(self, condition_type: str) -> Mapping[str, Any] | None:
         for condition in self.conditions:
             if condition.get("type") == condition_type:

@@ -117,13 +117,17 @@ class Executor:
             ):
                 return None
             transition = existing.get("lastTransitionTime") or transition
-        return {
+        condition: dict[str, Any] = {
             "type": DISRUPTION_TARGET,
             "status": "True",
             "reason": PREEMPTION_BY_SCHEDULER,
             "message": message,
             "lastTransitionTime": transition,
         }
+        if victim.generation:
+            # v1.34 records the generation it saw (PodObservedGenerationTracking, on by default).
+            condition["observedGeneration"] = victim.generation
+        return condition
 
     async def preempt_pod(self, node: str, preemptor: Pod, victim: Pod) -> None:
         """Preempt one victim; raises on an API failure other than NotFound."""

@@ -1,7 +1,10 @@
 """What a failed attempt looks like from outside: the PodScheduled condition and the event text.
 
 Reasons, truncation and the "only patch when something changed" rule follow upstream, so that
-``kubectl describe pod`` reads the same as with kube-scheduler.
+``kubectl describe pod`` reads the same as with kube-scheduler. The condition carries the pod's
+``metadata.generation`` as ``observedGeneration``, as v1.34 does with PodObservedGenerationTracking
+on by default; a changed generation alone is no reason to patch, as upstream compares status,
+reason, message and times only.
 """
 
 from __future__ import annotations
@@ -64,6 +67,8 @@ def failure_status_patch(
         "lastProbeTime": None,
         "lastTransitionTime": transition,
     }
+    if pod.generation:
+        condition["observedGeneration"] = pod.generation
     patch = PodStatusPatch(conditions=[condition])
     if nominate:
         assert nominating is not None
