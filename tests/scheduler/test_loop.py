@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
+
+import pytest
 
 from kopf_scheduler.config.loader import default_config, parse_config
 from kopf_scheduler.k8s.errors import TransportError
-from kopf_scheduler.ports import PodRef, PodStatusPatch
+from kopf_scheduler.ports import ApiError, PodRef, PodStatusPatch
 from kopf_scheduler.sim.runner import Simulation
 from tests.builders import make_node, make_pdb, make_pod
 
@@ -340,3 +343,71 @@ async def test_a_binding_whose_reply_is_lost_after_the_watch_confirmed_it_counts
     assert node is not None and node.requested.milli_cpu == 2000
     assert not sim.scheduler.cache.assumed_pods()
     assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
+
+
+def scheduler_lines(caplog: pytest.LogCaptureFixture, event: str) -> list[dict[str, Any]]:
+    return [
+        record.msg
+        for record in caplog.records
+        if record.name == "kopf_scheduler.scheduler"
+        and isinstance(record.msg, dict)
+        and record.msg["event"] == event
+    ]
+
+
+@pytest.mark.parametrize("failure", ["refused", "raised"])
+async def test_a_binding_that_fails_after_later_cycles_reports_the_cycle_of_its_own_attempt(
+    caplog: pytest.LogCaptureFixture, failure: str
+) -> None:
+    """The first pod's binding cycle fails (the API server refuses the binding, or the cycle
+    raises) only once two later pods were scheduled and bound: the failure's log lines and its
+    explanation name cycle 1, where the attempt began, not cycle 3."""
+    caplog.set_level(logging.INFO, logger="kopf_scheduler.scheduler")
+    sim = Simulation(default_config())
+    bind = sim.cluster.bind
+    others_bound = asyncio.Event()
+    bound: list[str] = []
+    failed: list[str] = []
+
+    async def bind_the_others_first(p: Any, node_name: str) -> None:
+        if failure == "refused" and p.name == "first" and not failed:
+            await others_bound.wait()
+            failed.append(p.key)
+            raise ApiError(403, "Forbidden", "binding refused once")
+        await bind(p, node_name)
+        bound.append(p.key)
+        if len(bound) == 2:
+            others_bound.set()
+
+    sim.cluster.bind = bind_the_others_first  # type: ignore[method-assign]
+    scheduler = sim.start()
+    framework = scheduler.profiles[SCHED]
+    wait_on_permit = framework.wait_on_permit
+
+    async def raise_for_the_first_once(p: Any, sleep: Any) -> Any:
+        if failure == "raised" and p.name == "first" and not failed:
+            await others_bound.wait()
+            failed.append(p.key)
+            raise RuntimeError("the binding cycle broke")
+        return await wait_on_permit(p, sleep)
+
+    framework.wait_on_permit = raise_for_the_first_once  # type: ignore[method-assign]
+    sim.apply(make_node("n1").capacity(cpu="8", memory="8Gi", pods=110).obj())
+    sim.apply(pod("first", cpu="100m").priority(10).obj())
+    sim.apply(pod("second", cpu="100m").obj())
+    sim.apply(pod("third", cpu="100m").obj())
+    await sim.run_until_quiet()
+
+    assert failed == ["default/first"]
+    assert bound == ["default/second", "default/third", "default/first"]
+    events = ["pod_scheduling_error"]
+    if failure == "raised":
+        events.insert(0, "binding_cycle_failed")
+    lines = [
+        (event, line["pod"], line["cycle"])
+        for event in events
+        for line in scheduler_lines(caplog, event)
+    ]
+    assert lines == [(event, "default/first", 1) for event in events]
+    first = [(a.result, a.cycle) for a in sim.attempts if a.pod == "default/first"]
+    assert first == [("error", 1), ("scheduled", 4)]
