@@ -98,7 +98,7 @@ differential: $(STAMP)
 ## For CI: the saved cases of differential/cases/ and a short campaign of CI_SEEDS (report in
 ## /tmp/kopf-differential); fails on a true divergence or a failing case. The default seed is
 ## one whose scenarios kube-scheduler has played the same way every time: where its own runs
-## can disagree (preemption-2 picks among equal nodes), three runs that happen to agree would
+## can disagree (preemption-2 picks among equal nodes), upstream runs that happen to agree would
 ## read as a divergence of ours.
 CI_SEEDS ?= 1
 differential-ci: $(STAMP)

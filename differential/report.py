@@ -40,7 +40,7 @@ point within a second where a run began would otherwise decide races that are no
 scheduling (whether a victim is still there, which of two victims started first).
 
 Names, UIDs, the namespace and the scheduler's name are normalised away. Where ours differs,
-both run the scenario again (upstream up to three times, ours twice), and each pod that differs
+both run the scenario again (upstream up to five times, ours twice), and each pod that differs
 is judged on its own: *upstream-nondeterministic* when upstream's runs disagree on it
 (kube-scheduler picks at random among equally good nodes, and timing decides some races, for
 example whether a retry comes before or after a victim is gone); *ours-nondeterministic* when

@@ -8,7 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from differential.campaign import load_results, parse_seeds, play, run_all
+from differential.campaign import (
+    DEFAULT_OURS_RUNS,
+    DEFAULT_UPSTREAM_RUNS,
+    load_results,
+    parse_seeds,
+    play,
+    run_all,
+)
 from differential.compare import Verdict
 from differential.generator import generate
 from differential.record import OURS, UPSTREAM, RunRecord
@@ -121,7 +128,7 @@ def test_a_scenario_the_cluster_cannot_play_is_an_error_not_a_crash() -> None:
 
 
 def test_results_survive_their_file(tmp_path: Path) -> None:
-    lab = FakeLab(["node-1"] * 3, ["node-3"] * 2)
+    lab = FakeLab(["node-1"] * DEFAULT_UPSTREAM_RUNS, ["node-3"] * DEFAULT_OURS_RUNS)
     results = run_all(
         lab,  # type: ignore[arg-type]
         [scenario(), generate(2, "preemption")],

@@ -58,6 +58,7 @@ def record(monkeypatch: pytest.MonkeyPatch, lab: FakeLab, out: Path, *aspects: s
     """``python -m differential record mixed-1`` on ``lab``; the exit code."""
     monkeypatch.setattr(cli, "_lab", lambda args, out_dir: lab)
     argv = ["record", "mixed-1", "--out", str(out), "--finding", "ours deleted once"]
+    argv += ["--upstream-runs", "3"]  # the fake lab plays three upstream runs
     argv += [f"--aspect={aspect}" for aspect in aspects]
     return cli.main(argv)
 
