@@ -122,6 +122,24 @@ async def test_a_401_with_the_token_on_disk_is_final_and_sent_once(
     assert server.seen == ["Bearer first"]
 
 
+async def test_a_token_read_again_for_the_request_itself_is_not_sent_twice(
+    rotating: tuple[RotatingServer, pathlib.Path, Api], clock: SteppingClock
+) -> None:
+    # The kept token is due: the request reads the file and carries the new token. A 401 to
+    # that token is final; sending the very same token again would be refused again.
+    server, token, api = rotating
+    await api.request("GET", PODS)
+    token.write_text("second")
+    server.accepted = "someone-else"
+    clock.advance(TOKEN_PERIOD)
+
+    with pytest.raises(ApiError) as caught:
+        await api.request("GET", PODS)
+
+    assert caught.value.status == 401
+    assert server.seen == ["Bearer first", "Bearer second"]
+
+
 def test_an_unreadable_token_file_keeps_the_token_read_before(tmp_path: pathlib.Path) -> None:
     clock = SteppingClock()
     path = tmp_path / "token"

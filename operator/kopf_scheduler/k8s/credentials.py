@@ -151,8 +151,12 @@ class Credentials:
         return set_token
 
     def sent_token(self) -> str | None:
-        """The token the next request will carry (``None`` when no token file is used)."""
-        return self.token.value if self.token is not None else None
+        """The token the next request will carry (``None`` when no token file is used).
+
+        Read through :meth:`FileToken.current`, as the request's key hook reads it, so that a
+        token due for a re-read is re-read here and the request carries what this returns.
+        """
+        return self.token.current() if self.token is not None else None
 
     def unauthorized(self, sent: str | None) -> bool:
         """A 401 to a request that carried ``sent``; whether sending it again may help."""
