@@ -42,6 +42,8 @@ from typing import Any
 from kopf_scheduler import metric_names as m
 from kopf_scheduler.k8s.client import JSON, MERGE_PATCH, Api
 from kopf_scheduler.k8s.clock import WallClock, micro_time
+from kopf_scheduler.k8s.errors import NO_RESPONSE
+from kopf_scheduler.k8s.retry import is_retryable_status
 from kopf_scheduler.ports import ApiError, Clock, Event, Metrics, NotFoundError, PodRef
 
 logger = logging.getLogger("kopf_scheduler.k8s.events")
@@ -130,8 +132,8 @@ _TICK = None
 
 
 def worth_retrying(error: ApiError) -> bool:
-    """A failure that may pass: no reply at all, throttled, or a server error."""
-    return error.status in {0, 429} or error.status >= 500
+    """A failure that may pass: no reply at all, or one the client retries (429, 5xx)."""
+    return error.status == NO_RESPONSE or is_retryable_status(error.status)
 
 
 class ApiEventRecorder:
@@ -200,10 +202,14 @@ class ApiEventRecorder:
         """Events (and flush ticks) waiting for a sender."""
         return self._queue.qsize()
 
-    def _drop(self, reason: str, event: Event | None, count: int = 1) -> None:
-        """Count ``count`` events that will never be written; warn at most once per interval."""
+    def _count_dropped(self, reason: str, count: int = 1) -> None:
+        """Count ``count`` events that will never be written."""
         self.dropped += count
         self._metrics.inc(m.EVENTS_DROPPED, {"reason": reason}, count)
+
+    def _drop(self, reason: str, event: Event | None, count: int = 1) -> None:
+        """Count dropped events; warn at most once per interval."""
+        self._count_dropped(reason, count)
         self._drops_since_log += count
         now = self._clock.now()
         if self._last_drop_log is not None and now - self._last_drop_log < self._drop_log_interval:
@@ -372,8 +378,7 @@ class ApiEventRecorder:
         except ApiError as error:
             self._log_failure("creating", body, error)
             if error.status != 409:  # 409: the event is there already (a retried create)
-                self.dropped += 1
-                self._metrics.inc(m.EVENTS_DROPPED, {"reason": DROPPED_SEND_FAILED})
+                self._count_dropped(DROPPED_SEND_FAILED)  # _log_failure has said why
 
     async def _write_series(self, series: _Series, now: float) -> None:
         patch = {
