@@ -36,6 +36,25 @@ def truncate_note(message: str) -> str:
     return message[: NOTE_LENGTH_LIMIT - len(_TRUNCATION_SUFFIX)] + _TRUNCATION_SUFFIX
 
 
+def not_scheduled_condition(
+    reason: str, message: str, transition: Any, generation: int = 0
+) -> dict[str, Any]:
+    """``PodScheduled=False`` with ``reason`` and ``message``; ``generation``, when the pod has
+    one, as ``observedGeneration``. ``transition`` is a new timestamp, or the one the pod's
+    condition holds, kept as it is."""
+    condition: dict[str, Any] = {
+        "type": POD_SCHEDULED,
+        "status": "False",
+        "reason": reason,
+        "message": message,
+        "lastProbeTime": None,
+        "lastTransitionTime": transition,
+    }
+    if generation:
+        condition["observedGeneration"] = generation
+    return condition
+
+
 def failure_status_patch(
     pod: Pod, reason: str, message: str, nominating: NominatingInfo | None, now: float
 ) -> PodStatusPatch | None:
@@ -59,17 +78,9 @@ def failure_status_patch(
         if old is not None and old.get("status") == "False" and old.get("lastTransitionTime")
         else format_timestamp(now)
     )
-    condition: dict[str, Any] = {
-        "type": POD_SCHEDULED,
-        "status": "False",
-        "reason": reason,
-        "message": message,
-        "lastProbeTime": None,
-        "lastTransitionTime": transition,
-    }
-    if pod.generation:
-        condition["observedGeneration"] = pod.generation
-    patch = PodStatusPatch(conditions=[condition])
+    patch = PodStatusPatch(
+        conditions=[not_scheduled_condition(reason, message, transition, pod.generation)]
+    )
     if nominate:
         assert nominating is not None
         patch.set_nominated_node_name = True

@@ -24,11 +24,11 @@ from kopf_scheduler.ports import Clock, Event, Metrics, ObjectRef, PodStatusPatc
 from kopf_scheduler.queue.scheduling_queue import SchedulingQueue
 from kopf_scheduler.scheduler.attempt import FailedAttempt
 from kopf_scheduler.scheduler.failure import (
-    POD_SCHEDULED,
     REASON_SCHEDULER_ERROR,
     REASON_UNSCHEDULABLE,
     failure_status_patch,
     invalid_pod_message,
+    not_scheduled_condition,
     truncate_note,
 )
 from kopf_scheduler.scheduler.nominations import NominationHygiene
@@ -133,12 +133,7 @@ class FailureHandler:
                 regarding_revision=metadata.get("resourceVersion") or "",
             )
         )
-        condition = {
-            "type": POD_SCHEDULED,
-            "status": "False",
-            "reason": REASON_UNSCHEDULABLE,
-            "message": message,
-            "lastProbeTime": None,
-            "lastTransitionTime": format_timestamp(self.clock.now()),
-        }
+        condition = not_scheduled_condition(
+            REASON_UNSCHEDULABLE, message, format_timestamp(self.clock.now())
+        )
         self.tasks.spawn(self.reporter.patch_status(ref, PodStatusPatch(conditions=[condition])))
