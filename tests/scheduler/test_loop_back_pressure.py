@@ -89,6 +89,16 @@ async def stop(
         await drive(simulation.clock, lambda: scheduler.pending_tasks == 0, steps=20_000)
 
 
+async def until_bound(simulation: Simulation, *names: str) -> None:
+    """Let virtual time run until every pod of ``names`` has a node in the cluster."""
+    pods = simulation.cluster.pods
+    await drive(
+        simulation.clock,
+        lambda: all(pods[f"default/{name}"]["spec"].get("nodeName") for name in names),
+        steps=20_000,
+    )
+
+
 @pytest.fixture
 async def sim(kmock: kmock.RawHandler) -> AsyncIterator[tuple[Simulation, ThrottlingServer]]:
     sim = Simulation(default_config())
@@ -169,12 +179,7 @@ async def test_the_loop_waits_for_a_binding_place_and_goes_on_when_one_frees(
             await asyncio.sleep(0)
         assert scheduler.cycle == 1  # "first" binds (throttled); "second" waits in the queue
         assert [p.key for p in scheduler.queue.pending_pods()] == ["default/second"]
-        pods = simulation.cluster.pods
-        await drive(
-            simulation.clock,
-            lambda: all(pods[f"default/{n}"]["spec"].get("nodeName") for n in ("first", "second")),
-            steps=20_000,
-        )
+        await until_bound(simulation, "first", "second")
     finally:
         await stop(simulation, scheduler, flag, running)
     assert server.bound == {"default/first": ["n1"], "default/second": ["n1"]}
@@ -216,12 +221,7 @@ async def test_a_failed_binding_holds_its_place_until_the_pods_status_is_patched
         assert scheduler.binding_cycles == 1  # waiting for the failure's status patch
         assert scheduler.cycle == 1  # so "second" is not popped yet
         release.set()
-        pods = simulation.cluster.pods
-        await drive(
-            simulation.clock,
-            lambda: all(pods[f"default/{n}"]["spec"].get("nodeName") for n in ("first", "second")),
-            steps=20_000,
-        )
+        await until_bound(simulation, "first", "second")
     finally:
         release.set()
         await stop(simulation, scheduler, flag, running)
