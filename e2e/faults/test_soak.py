@@ -4,10 +4,14 @@ Leaks in a scheduler show only over time: a cache entry per deleted pod, an assu
 forgotten, a queue that keeps what it should drop. Pods are created at ``SOAK_RATE`` per second
 (default 100) and each is deleted ``SOAK_WINDOW`` creations later, so the scheduler works
 without pause while the number of live pods stays constant; its RSS (``/proc``) and
-``scheduler_pending_pods`` (``/metrics``) are sampled every few seconds and must stay flat:
-the last third of the run may not exceed the first third (after a warm-up) by more than a
-generous margin, and once the churn stops nothing may stay pending. ``make soak`` runs it for
-30 minutes; ``make e2e-faults`` runs a two-minute slice.
+``scheduler_pending_pods`` (``/metrics``) are sampled every few seconds. The RSS must stay
+flat: the last third of the run may not exceed the first third (after a warm-up) by more than a
+generous margin. The pending figures are reported, not judged while the churn runs: on a slow
+machine the pods created outrun the pods bound and the queue grows for that reason alone,
+which says nothing about a leak. Leaks are judged once the churn stops: nothing may stay
+pending, no assumption may stay in the cache, and the cache must hold exactly the assigned
+pods the API server holds. ``make soak`` runs it for 30 minutes; ``make e2e-faults`` runs a
+two-minute slice.
 
 At this volume the admin's pod watch would hold every version of a hundred thousand pods, so
 the soak judges from the scheduler's log (no pod logged as bound twice) and the final state
@@ -64,6 +68,14 @@ def pending_pods(metrics: str) -> float:
         if line.startswith("scheduler_pending_pods{"):
             total += float(line.rsplit(" ", 1)[1])
     return total
+
+
+def cache_size(metrics: str, kind: str) -> float:
+    """``scheduler_cache_size{type=kind}``; a gauge never set reads as absent."""
+    for line in metrics.splitlines():
+        if line.startswith(f'scheduler_cache_size{{type="{kind}"}}'):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"no scheduler_cache_size for {kind!r}")
 
 
 def _metrics(url: str, token: str) -> str:
@@ -172,6 +184,28 @@ def test_churn_soak(
         what="every remaining pod bound",
     )
 
+    def cache_against_cluster() -> dict[str, float]:
+        metrics = _metrics(leader.url, local.admin_token)
+        return {
+            "cached pods": cache_size(metrics, "pods"),
+            "assumed pods": cache_size(metrics, "assumed_pods"),
+            "assigned pods in the API": sum(1 for p in env.kubectl.items("pods") if node_name(p)),
+        }
+
+    def cache_matches_cluster() -> dict[str, float] | None:
+        seen = cache_against_cluster()
+        matches = seen["cached pods"] == seen["assigned pods in the API"]
+        return seen if matches and not seen["assumed pods"] else None
+
+    # The gauges are sampled every second; a leak keeps them apart for good.
+    wait_until(
+        cache_matches_cluster,
+        timeout=60,
+        what="the cache holding exactly the cluster's assigned pods and no assumption",
+        interval=1,
+        describe=cache_against_cluster,
+    )
+
     steady = [s for s in samples if s[0] >= WARM_UP] or samples
     third = max(1, len(steady) // 3)
     first_rss = statistics.median(s[1] for s in steady[:third])
@@ -228,4 +262,3 @@ def test_churn_soak(
     assert verdict.ok, verdict.problems[:20]
     assert not scheduled_missing, scheduled_missing[:10]
     assert last_rss <= first_rss * RSS_GROWTH + RSS_SLACK, (first_rss, last_rss, samples)
-    assert last_pending <= max(2 * first_pending, 50), (first_pending, last_pending, samples)
