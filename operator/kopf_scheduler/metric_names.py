@@ -68,11 +68,18 @@ REST_CLIENT_REQUESTS = "rest_client_requests_total"
 REST_CLIENT_REQUEST_DURATION = "rest_client_request_duration_seconds"
 LEADER_ELECTION_MASTER_STATUS = "leader_election_master_status"
 EVENTS_DROPPED = f"{OWN_PREFIX}events_dropped_total"
+WATCH_DELIVERY_LAG = f"{OWN_PREFIX}watch_delivery_lag_seconds"
+QUEUE_WAIT_BEFORE_FIRST_ATTEMPT = f"{OWN_PREFIX}queue_wait_before_first_attempt_seconds"
+BINDING_REQUEST_DELAY = f"{OWN_PREFIX}binding_request_delay_seconds"
+BINDING_REQUEST_DURATION = f"{OWN_PREFIX}binding_request_duration_seconds"
 
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
 """Per-plugin durations are recorded for this share of scheduling cycles, as upstream does."""
 
 _REST_CLIENT_LATENCY_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
+_POD_STAGE_BUCKETS = _exponential(0.001, 2, 20)
+"""1 ms to about 9 minutes: a stage a pod passes through may take a millisecond when idle and
+minutes behind a backlog."""
 
 DEFINITIONS: tuple[MetricDef, ...] = (
     MetricDef(
@@ -223,5 +230,40 @@ DEFINITIONS: tuple[MetricDef, ...] = (
         "recorder's queue was full), 'shutdown' (still queued when the process stopped), "
         "'send_failed' (the API server refused the event or could not be reached on any try).",
         ("reason",),
+    ),
+    MetricDef(
+        WATCH_DELIVERY_LAG,
+        "histogram",
+        "Seconds from an object's creationTimestamp to the scheduler handling the watch event "
+        "that adds it, for objects first seen on a watch (not in a listing), by resource: "
+        "'pods' or 'nodes'. creationTimestamp has a resolution of one second and is truncated, so "
+        "each value is up to one second longer than the true lag. Includes the API server's "
+        "delivery and the time the event waited in the scheduler's buffers before it was decoded "
+        "and handled.",
+        ("resource",),
+        _POD_STAGE_BUCKETS,
+    ),
+    MetricDef(
+        QUEUE_WAIT_BEFORE_FIRST_ATTEMPT,
+        "histogram",
+        "Seconds a pod waited in activeQ from first entering it to its first scheduling attempt.",
+        (),
+        _POD_STAGE_BUCKETS,
+    ),
+    MetricDef(
+        BINDING_REQUEST_DELAY,
+        "histogram",
+        "Seconds from the end of a pod's scheduling cycle to the start of its Bind extension "
+        "point: waiting for the binding task to run, Permit and PreBind.",
+        (),
+        _POD_STAGE_BUCKETS,
+    ),
+    MetricDef(
+        BINDING_REQUEST_DURATION,
+        "histogram",
+        "Seconds the binding request to the API server took, including its wait for the "
+        "client's rate limiter and its retries.",
+        (),
+        _POD_STAGE_BUCKETS,
     ),
 )

@@ -5,8 +5,10 @@ from __future__ import annotations
 import kmock
 import pytest
 
+from kopf_scheduler import metric_names as m
 from kopf_scheduler.k8s.binder import ApiBinder, already_bound_to
 from kopf_scheduler.k8s.client import Api
+from kopf_scheduler.k8s.metrics import PrometheusMetrics
 from kopf_scheduler.ports import ApiError, ConflictError, NotFoundError
 from tests.builders import make_pod
 from tests.k8s.support import SteppingClock, reply
@@ -105,6 +107,23 @@ async def test_a_binding_retried_after_a_lost_reply_lands_as_success(
 
     assert len(kmock[f"post {PATH}"]) == 2
     assert clock.sleeps == [0.2]
+
+
+async def test_a_binding_is_timed_once_with_its_retries(
+    kmock: kmock.RawHandler, api: Api, clock: SteppingClock
+) -> None:
+    metrics = PrometheusMetrics()
+    api.metrics = metrics
+    kmock[f"post {PATH}"][:1] << (lambda: reply(503, "ServiceUnavailable", "try later"))
+    kmock[f"post {PATH}"] << 201 << {"kind": "Status", "status": "Success", "code": 201}
+
+    await ApiBinder(api).bind(make_pod("web", "team").pod(), "node-a")
+
+    registry = metrics.registry
+    assert registry.get_sample_value(f"{m.BINDING_REQUEST_DURATION}_count") == 1
+    assert registry.get_sample_value(f"{m.BINDING_REQUEST_DURATION}_sum") == pytest.approx(
+        sum(clock.sleeps)
+    )
 
 
 @pytest.mark.parametrize(

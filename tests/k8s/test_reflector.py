@@ -10,9 +10,11 @@ from typing import Any
 import kmock
 import pytest
 
+from kopf_scheduler import metric_names as m
 from kopf_scheduler.k8s.client import Api
+from kopf_scheduler.k8s.metrics import PrometheusMetrics
 from kopf_scheduler.k8s.reflector import INITIAL_BACKOFF, Reflector
-from tests.k8s.support import SteppingClock, reply
+from tests.k8s.support import START, SteppingClock, reply
 
 PODS = "/api/v1/pods"
 
@@ -221,3 +223,35 @@ async def test_a_failing_handler_does_not_stop_the_watch(kmock: kmock.RawHandler
 
     assert seen == ["bad", "good"]
     assert reflector.resource_version == "12"
+
+
+def created_at(obj: dict[str, Any], timestamp: str) -> dict[str, Any]:
+    obj["metadata"]["creationTimestamp"] = timestamp
+    return obj
+
+
+async def test_objects_a_watch_adds_report_their_delivery_lag(
+    kmock: kmock.RawHandler, api: Api
+) -> None:
+    metrics = PrometheusMetrics()
+    api.metrics = metrics
+    server = Server(
+        lists=[pod_list("10", created_at(pod("listed", "7"), "2026-01-01T00:00:00Z"))],
+        watches=[
+            (
+                event("ADDED", created_at(pod("new", "11"), "2026-01-01T00:01:38Z")),
+                event("MODIFIED", created_at(pod("new", "12", node="n1"), "2026-01-01T00:01:38Z")),
+                event("ADDED", pod("no-timestamp", "13")),
+            )
+        ],
+    )
+    kmock[f"get {PODS}"] << server
+    reflector = Reflector(api, PODS, lambda event_type, raw: None, wall_clock=lambda: START + 100)
+
+    await reflector.list()
+    await reflector.watch_once()
+
+    labels = {"resource": "pods"}
+    registry = metrics.registry
+    assert registry.get_sample_value(f"{m.WATCH_DELIVERY_LAG}_count", labels) == 1
+    assert registry.get_sample_value(f"{m.WATCH_DELIVERY_LAG}_sum", labels) == 2.0

@@ -109,6 +109,7 @@ class RecordingMetrics:
     def __init__(self) -> None:
         self.counters: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
         self.gauges: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+        self.observations: dict[tuple[str, tuple[tuple[str, str], ...]], list[float]] = {}
 
     @staticmethod
     def _key(
@@ -121,10 +122,13 @@ class RecordingMetrics:
         self.counters[key] = self.counters.get(key, 0) + value
 
     def observe(self, name: str, value: float, labels: Mapping[str, str] | None = None) -> None:
-        return None
+        self.observations.setdefault(self._key(name, labels), []).append(value)
 
     def set(self, name: str, value: float, labels: Mapping[str, str] | None = None) -> None:
         self.gauges[self._key(name, labels)] = value
+
+    def observed(self, name: str, **labels: str) -> list[float]:
+        return self.observations.get(self._key(name, labels), [])
 
     def counter(self, name: str, **labels: str) -> float:
         return self.counters.get(self._key(name, labels), 0)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from kopf_scheduler import metric_names as m
 from kopf_scheduler.framework.events import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
@@ -23,7 +24,6 @@ from kopf_scheduler.framework.types import QueuedPodInfo
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.plugins.scheduling_gates import SchedulingGates
 from kopf_scheduler.queue import SchedulingQueue, priority_at_most
-from kopf_scheduler.queue.scheduling_queue import INCOMING_PODS_METRIC, PENDING_PODS_METRIC
 from tests.builders import make_node, make_pod
 from tests.queue.fakes import (
     NAMESPACE_ADD,
@@ -100,6 +100,32 @@ def test_pop_tracks_attempts_cycles_and_in_flight() -> None:
     assert h.queue.pop() is None
 
 
+def test_the_wait_before_the_first_attempt_is_observed_once_per_pod() -> None:
+    h = make_queue()
+    pod = _pod("p")
+    h.queue.add(pod)  # t=1000: enters activeQ
+    h.clock.step(5)
+    info = h.pop(pod)  # t=1005: first attempt
+    h.fail(info)
+    h.clock.step(10)
+    h.queue.flush_backoff_completed()
+    h.pop(pod)  # a retry is no first attempt
+    assert h.metrics.observed(m.QUEUE_WAIT_BEFORE_FIRST_ATTEMPT) == [5.0]
+
+
+def test_time_gated_before_activeq_is_not_queue_wait() -> None:
+    gate = SwitchGate("Gate")
+    h = make_queue([gate])
+    pod = _pod("p")
+    h.queue.add(pod)  # t=1000: held by PreEnqueue
+    h.clock.step(30)
+    gate.closed = False
+    h.queue.activate([pod])  # t=1030: enters activeQ
+    h.clock.step(2)
+    h.pop(pod)
+    assert h.metrics.observed(m.QUEUE_WAIT_BEFORE_FIRST_ATTEMPT) == [2.0]
+
+
 def test_retried_pod_goes_behind_equal_priority_pods_added_earlier() -> None:
     h = make_queue()
     a, b, c = _pod("a", 5), _pod("b", 5), _pod("c", 5)
@@ -134,7 +160,7 @@ def test_pop_from_backoff_when_active_is_empty() -> None:
     assert early.pod is high
     assert early.attempts == 2
     assert h.queue.pop() is None
-    assert h.metrics.counter(INCOMING_PODS_METRIC, queue="active", event="PopFromBackoffQ") == 1
+    assert h.metrics.counter(m.QUEUE_INCOMING_PODS, queue="active", event="PopFromBackoffQ") == 1
 
 
 def test_duplicate_pop_is_discarded() -> None:
@@ -202,7 +228,7 @@ def test_whole_second_alignment_example() -> None:
     h.queue.flush_backoff_completed()
     assert h.where(pod) == "active"
     assert h.wakeups[-1] == 12.0
-    assert h.metrics.counter(INCOMING_PODS_METRIC, queue="active", event="BackoffComplete") == 1
+    assert h.metrics.counter(m.QUEUE_INCOMING_PODS, queue="active", event="BackoffComplete") == 1
 
 
 def test_error_after_rejections_restarts_backoff_from_one_second() -> None:
@@ -243,7 +269,7 @@ def test_unschedulable_flush_after_more_than_five_minutes() -> None:
     assert h.where(old) == "active"
     assert h.where(young) == "unschedulable"
     assert (
-        h.metrics.counter(INCOMING_PODS_METRIC, queue="active", event="UnschedulableTimeout") == 1
+        h.metrics.counter(m.QUEUE_INCOMING_PODS, queue="active", event="UnschedulableTimeout") == 1
     )
 
 
@@ -287,7 +313,7 @@ def test_event_requeue_with_hints(pending: bool, hint: HintFn, wait: float, expe
     assert h.where(pod) == expected
     assert bool(h.wakeups) == (expected != "unschedulable")
     if expected != "unschedulable":
-        assert h.metrics.counter(INCOMING_PODS_METRIC, queue=expected, event="NodeAdd") == 1
+        assert h.metrics.counter(m.QUEUE_INCOMING_PODS, queue=expected, event="NodeAdd") == 1
 
 
 def test_move_all_with_pre_check_and_uninteresting_events() -> None:
@@ -628,7 +654,7 @@ def test_scheduling_gates_hold_pod_until_gates_removed() -> None:
         {"SchedulingGates"},
     )
     assert (
-        h.metrics.counter(INCOMING_PODS_METRIC, queue="unschedulable", event="UnscheduledPodAdd")
+        h.metrics.counter(m.QUEUE_INCOMING_PODS, queue="unschedulable", event="UnscheduledPodAdd")
         == 1
     )
     assert h.queue.pop() is None
@@ -710,7 +736,7 @@ def test_activate_releases_pod_after_failed_preemption() -> None:
     preemption.closed = False
     h.queue.activate([pod])
     assert h.where(pod) == "active"
-    assert h.metrics.counter(INCOMING_PODS_METRIC, queue="active", event="ForceActivate") == 1
+    assert h.metrics.counter(m.QUEUE_INCOMING_PODS, queue="active", event="ForceActivate") == 1
 
 
 @pytest.mark.parametrize(
@@ -942,7 +968,7 @@ def test_pending_pods_counts_and_gauges() -> None:
     assert h.queue.pending_counts() == counts
     h.queue.record_pending_pods()
     for queue, count in counts.items():
-        assert h.metrics.gauge(PENDING_PODS_METRIC, queue=queue) == count
+        assert h.metrics.gauge(m.PENDING_PODS, queue=queue) == count
     assert (
         h.metrics.gauge(
             "scheduler_unschedulable_pods", plugin="plugin", profile="default-scheduler"
@@ -954,16 +980,16 @@ def test_pending_pods_counts_and_gauges() -> None:
         == 1
     )
     assert (
-        h.metrics.counter(INCOMING_PODS_METRIC, queue="backoff", event="ScheduleAttemptFailure")
+        h.metrics.counter(m.QUEUE_INCOMING_PODS, queue="backoff", event="ScheduleAttemptFailure")
         == 1
     )
     assert (
         h.metrics.counter(
-            INCOMING_PODS_METRIC, queue="unschedulable", event="ScheduleAttemptFailure"
+            m.QUEUE_INCOMING_PODS, queue="unschedulable", event="ScheduleAttemptFailure"
         )
         == 1
     )
-    assert h.metrics.counter(INCOMING_PODS_METRIC, queue="active", event="UnscheduledPodAdd") == 4
+    assert h.metrics.counter(m.QUEUE_INCOMING_PODS, queue="active", event="UnscheduledPodAdd") == 4
 
 
 def test_profiles_use_their_own_pre_enqueue_and_hints() -> None:

@@ -6,12 +6,18 @@ after the scheduling decision. The API server refuses a second binding with 409 
 where we want it (typically our own earlier request that succeeded before a retry), so it counts as
 done. A 409 naming another node, a UID mismatch, or any other error is raised for the binding
 cycle to handle.
+
+Each binding request is timed, from the wait for the client's rate limiter to the last reply, in
+``kopf_scheduler_binding_request_duration_seconds``: client-go's request-duration histogram puts
+bindings together with every other POST (events among them), so it cannot tell how long a pod
+waits for its own binding.
 """
 
 from __future__ import annotations
 
 import re
 
+from kopf_scheduler import metric_names as m
 from kopf_scheduler.k8s.client import Api
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.ports import ApiError
@@ -47,8 +53,10 @@ class ApiBinder:
         self._api = api
 
     async def bind(self, pod: Pod, node_name: str) -> None:
+        api = self._api
+        started = api.clock.now()
         try:
-            await self._api.request(
+            await api.request(
                 "POST",
                 binding_path(pod.namespace, pod.name),
                 binding_body(pod.namespace, pod.name, pod.uid, node_name),
@@ -57,3 +65,5 @@ class ApiBinder:
             if already_bound_to(error) == node_name:
                 return
             raise
+        finally:
+            api.metrics.observe(m.BINDING_REQUEST_DURATION, api.clock.now() - started)

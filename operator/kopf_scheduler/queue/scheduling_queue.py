@@ -27,6 +27,7 @@ import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
+from kopf_scheduler import metric_names as m
 from kopf_scheduler.framework.events import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
@@ -67,10 +68,6 @@ BACKOFF = "backoff"
 UNSCHEDULABLE = "unschedulable"
 GATED = "gated"
 IN_FLIGHT = "in-flight"
-
-INCOMING_PODS_METRIC = "scheduler_queue_incoming_pods_total"
-PENDING_PODS_METRIC = "scheduler_pending_pods"
-UNSCHEDULABLE_PODS_METRIC = "scheduler_unschedulable_pods"
 
 PreEnqueueCheck = Callable[[Pod], bool]
 """A filter on the unschedulable pods a move request considers (``True`` = consider it)."""
@@ -230,7 +227,10 @@ class SchedulingQueue:
     # The scheduling loop ------------------------------------------------------------------------
 
     def pop(self) -> QueuedPodInfo | None:
-        """The next pod to try, now in flight; ``None`` when there is none (never blocks)."""
+        """The next pod to try, now in flight; ``None`` when there is none (never blocks).
+
+        A pod's first pop reports how long it waited in activeQ for it.
+        """
         while True:
             info = self._active.pop()
             if info is None:
@@ -243,6 +243,10 @@ class SchedulingQueue:
                 # Already being scheduled: the duplicate record is discarded.
                 continue
             self._scheduling_cycle += 1
+            if info.attempts == 1 and info.initial_attempt_timestamp is not None:
+                self._metrics.observe(
+                    m.QUEUE_WAIT_BEFORE_FIRST_ATTEMPT, self._now() - info.initial_attempt_timestamp
+                )
             profile = info.pod.scheduler_name
             for plugin in info.unschedulable_plugins | info.pending_plugins:
                 self._count_reason(plugin, profile, -1)
@@ -532,7 +536,7 @@ class SchedulingQueue:
     def record_pending_pods(self) -> None:
         """Set ``scheduler_pending_pods{queue}`` from :meth:`pending_counts`."""
         for queue, count in self.pending_counts().items():
-            self._metrics.set(PENDING_PODS_METRIC, count, {"queue": queue})
+            self._metrics.set(m.PENDING_PODS, count, {"queue": queue})
 
     def backoff_duration(self, info: QueuedPodInfo) -> float:
         return self._backoff.duration(info)
@@ -547,10 +551,10 @@ class SchedulingQueue:
             self._on_activity()
 
     def _incoming(self, queue: str, event: str) -> None:
-        self._metrics.inc(INCOMING_PODS_METRIC, {"queue": queue, "event": event})
+        self._metrics.inc(m.QUEUE_INCOMING_PODS, {"queue": queue, "event": event})
 
     def _count_reason(self, plugin: str, profile: str, delta: int) -> None:
         key = (plugin, profile)
         value = self._unschedulable_reasons.get(key, 0) + delta
         self._unschedulable_reasons[key] = value
-        self._metrics.set(UNSCHEDULABLE_PODS_METRIC, value, {"plugin": plugin, "profile": profile})
+        self._metrics.set(m.UNSCHEDULABLE_PODS, value, {"plugin": plugin, "profile": profile})

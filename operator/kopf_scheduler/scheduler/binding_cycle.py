@@ -75,14 +75,19 @@ class BindingCycles:
         return self._unfinished < self.limit
 
     def start(self, attempt: Attempt, assumed: Pod, host: str, decision: Decision) -> None:
-        """Bind ``assumed`` (the popped pod, assumed on ``host``) in the background."""
+        """Bind ``assumed`` (the popped pod, assumed on ``host``) in the background.
+
+        Called as the scheduling cycle ends: the binding request's delay is measured from here.
+        """
         self._unfinished += 1
         self.metrics.set(m.GOROUTINES, self._unfinished, {"operation": "binding"})
-        self.tasks.spawn(self._run(attempt, assumed, host, decision))
+        self.tasks.spawn(self._run(attempt, assumed, host, decision, self.clock.now()))
 
-    async def _run(self, attempt: Attempt, assumed: Pod, host: str, decision: Decision) -> None:
+    async def _run(
+        self, attempt: Attempt, assumed: Pod, host: str, decision: Decision, cycle_end: float
+    ) -> None:
         try:
-            patch = await self._bind(attempt, assumed, host, decision)
+            patch = await self._bind(attempt, assumed, host, decision, cycle_end)
             if patch is not None:
                 await asyncio.wait([patch])
         finally:
@@ -92,7 +97,7 @@ class BindingCycles:
                 self.on_room()  # the loop may be waiting for this place
 
     async def _bind(
-        self, attempt: Attempt, assumed: Pod, host: str, decision: Decision
+        self, attempt: Attempt, assumed: Pod, host: str, decision: Decision, cycle_end: float
     ) -> asyncio.Task[None] | None:
         """Wait on Permit, PreBind, Bind, PostBind; a failure's status patch, if one was started."""
         framework, state, qpi = attempt.framework, attempt.state, attempt.qpi
@@ -104,6 +109,7 @@ class BindingCycles:
             status = await framework.run_pre_bind(state, assumed, host)
             if not status.is_success():
                 return self._failed(attempt, assumed, host, status)
+            self.metrics.observe(m.BINDING_REQUEST_DELAY, self.clock.now() - cycle_end)
             status = await framework.run_bind(state, assumed, host)
             if status.is_skip():
                 status = Status(Code.ERROR, "no bind plugin bound the pod")
