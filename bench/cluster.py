@@ -97,7 +97,7 @@ class BenchCluster(LocalCluster):
                 out.write(f'{token},{user},uid-{user},"system:masters"\n')
         self._bench_state_path().write_text(json.dumps({"tokens": tokens}))
         for user, token in tokens.items():
-            self._write_user_kubeconfig(user, token)
+            self._write_kubeconfig(self.user_kubeconfig(user), user, token)
         policy = self.state_dir / AUDIT_POLICY
         policy.write_text(yaml.safe_dump(audit_policy(), sort_keys=False))
         return [
@@ -107,26 +107,6 @@ class BenchCluster(LocalCluster):
             "--audit-log-maxsize=100000",
             "--audit-log-maxbackup=1",
         ]
-
-    def _write_user_kubeconfig(self, user: str, token: str) -> None:
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {
-                    "name": "localcluster",
-                    "cluster": {"server": self.server, "certificate-authority": str(self.ca_file)},
-                }
-            ],
-            "users": [{"name": user, "user": {"token": token}}],
-            "contexts": [
-                {"name": "localcluster", "context": {"cluster": "localcluster", "user": user}}
-            ],
-            "current-context": "localcluster",
-        }
-        path = self.user_kubeconfig(user)
-        path.write_text(yaml.safe_dump(config, sort_keys=False))
-        path.chmod(0o600)
 
     def down(self, timeout: float = 10, keep_logs: bool = False) -> None:
         super().down(timeout=timeout, keep_logs=keep_logs)

@@ -26,7 +26,6 @@ import json
 import os
 import secrets
 import signal
-import ssl
 import subprocess
 import sys
 import time
@@ -39,8 +38,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from e2e.localcluster import node_ready, spawn_logged
+from e2e.localcluster import node_ready, procfs, spawn_logged, unverified_tls
 from e2e.localcluster.cluster import ALWAYS_ALLOW_PATHS
+from e2e.support.schedulers import free_port
 
 from bench import promtext, shapes, stats
 from bench.cluster import KOPF_USER, UPSTREAM_USER, BenchCluster
@@ -61,7 +61,6 @@ from bench.report import top_processes
 from bench.scenarios import ZONE_LABEL, Scenario, check
 
 REPO = Path(__file__).resolve().parent.parent
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 CREATOR_CONCURRENCY = 48
 SCHEDULERS = ("kopf", "upstream")
 
@@ -74,12 +73,10 @@ def say(message: str) -> None:
 
 
 def proc_cpu_seconds(pid: int) -> float | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+    fields = procfs.stat_fields(pid)
+    if fields is None:
         return None
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return procfs.cpu_ticks(fields) / procfs.CLOCK_TICKS_PER_SECOND
 
 
 def proc_status_mb(pid: int, key: str) -> float | None:
@@ -90,21 +87,6 @@ def proc_status_mb(pid: int, key: str) -> float | None:
     except OSError:
         return None
     return None
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _insecure() -> ssl.SSLContext:
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    return context
 
 
 @dataclass
@@ -125,7 +107,7 @@ class SchedulerProcess:
     def get(self, path: str, timeout: float = 5.0) -> tuple[int, str]:
         try:
             with urllib.request.urlopen(
-                self.base_url + path, timeout=timeout, context=_insecure()
+                self.base_url + path, timeout=timeout, context=unverified_tls()
             ) as response:
                 return int(response.status), response.read().decode(errors="replace")
         except urllib.error.HTTPError as error:
@@ -676,7 +658,7 @@ async def run_one(
                 k: round(plane_after.get(k, v) - v, 2) for k, v in plane_before.items()
             },
             loadavg={"before": load_before, "after": load_after},
-            scheduler_metrics=_scheduler_metrics(metrics_text) if status == 200 else {},
+            scheduler_metrics=scheduler_metrics(metrics_text) if status == 200 else {},
         )
         result.update(watch_figures(scenario, observed, t0))
     finally:
@@ -724,7 +706,7 @@ async def _post_arrivals(
     return index
 
 
-def _scheduler_metrics(text: str) -> dict[str, Any]:
+def scheduler_metrics(text: str) -> dict[str, Any]:
     samples = promtext.parse(text)
     attempts = "scheduler_scheduling_attempt_duration_seconds"
     extension = "scheduler_framework_extension_point_duration_seconds"
@@ -746,6 +728,19 @@ def _scheduler_metrics(text: str) -> dict[str, Any]:
             samples, "scheduler_pod_scheduling_sli_duration_seconds"
         ),
         "preemption_attempts_total": promtext.total(samples, "scheduler_preemption_attempts_total"),
+        # The stages of a pod's wait that kopf-scheduler measures on its own (none upstream).
+        "watch_delivery_lag_s": promtext.histogram(
+            samples, "kopf_scheduler_watch_delivery_lag_seconds", resource="pods"
+        ),
+        "queued_before_first_attempt_s": promtext.histogram(
+            samples, "kopf_scheduler_queue_wait_before_first_attempt_seconds"
+        ),
+        "binding_request_delay_s": promtext.histogram(
+            samples, "kopf_scheduler_binding_request_delay_seconds"
+        ),
+        "binding_request_duration_s": promtext.histogram(
+            samples, "kopf_scheduler_binding_request_duration_seconds"
+        ),
         "rest_client_requests_total": promtext.by_label(
             samples, "rest_client_requests_total", "method"
         ),

@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from e2e.localcluster import procfs
+
 REPO = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO / "bench" / "results"
 DOC = REPO / "docs" / "benchmarks.md"
@@ -72,15 +74,10 @@ def _operator_changes() -> str:
 
 def _cpu_ticks() -> dict[int, int]:
     ticks = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        ticks[int(entry.name)] = int(fields[11]) + int(fields[12])
+    for pid in procfs.process_ids():
+        fields = procfs.stat_fields(pid)
+        if fields is not None:
+            ticks[pid] = procfs.cpu_ticks(fields)
     return ticks
 
 
@@ -97,7 +94,7 @@ def top_processes(count: int = 6, window: float = 2.0) -> list[str]:
     before = _cpu_ticks()
     time.sleep(window)
     after = _cpu_ticks()
-    hz = os.sysconf("SC_CLK_TCK")
+    hz = procfs.CLOCK_TICKS_PER_SECOND
     busy = sorted(
         ((after[pid] - before.get(pid, after[pid])) / hz / window * 100, pid) for pid in after
     )
@@ -188,6 +185,46 @@ def _pair(summary: dict[str, Any] | None, digits: int = 1) -> str:
     if not summary or not summary.get("count"):
         return "–"
     return f"{_f(summary.get('p50'), digits)} / {_f(summary.get('p99'), digits)}"
+
+
+def _ms(summary: dict[str, Any] | None) -> dict[str, Any]:
+    """A histogram summary in seconds (``promtext.histogram``) with its quantiles in ms."""
+    summary = summary or {}
+    return {
+        "count": summary.get("count"),
+        **{q: None if summary.get(q) is None else summary[q] * 1000 for q in ("p50", "p99")},
+    }
+
+
+STAGES = (
+    ("watch_delivery_lag_s", "created → seen on the watch"),
+    ("queued_before_first_attempt_s", "queued → first attempt"),
+    ("algorithm_duration_s", "scheduling algorithm"),
+    ("binding_request_delay_s", "cycle end → binding request"),
+    ("binding_request_duration_s", "binding request"),
+    ("sli_duration_s", "queued → bound (SLI)"),
+)
+"""The stages of a pod's wait, in order, as the scheduler's own histograms measure them."""
+
+
+def stage_table(pairs: list[dict[str, Any]]) -> list[str]:
+    header = " | ".join(f"{title} p50 / p99 ms" for _, title in STAGES)
+    lines = [
+        "",
+        f"| scenario | scheduler | {header} |",
+        "|---|---|" + "---|" * len(STAGES),
+    ]
+    for pair in pairs:
+        if "error" in pair:
+            continue
+        for which, run in pair["runs"].items():
+            if "throughput" not in run:
+                continue
+            metrics = run.get("scheduler_metrics") or {}
+            cells = " | ".join(_pair(_ms(metrics.get(key)), 1) for key, _ in STAGES)
+            name = "kopf-scheduler" if which == "kopf" else "kube-scheduler"
+            lines.append(f"| {pair['scenario']['label']} | {name} | {cells} |")
+    return lines
 
 
 def _checks(result: dict[str, Any]) -> str:
@@ -307,12 +344,7 @@ def _e2e_tables(pairs: list[dict[str, Any]]) -> list[str]:
                     continue
                 t = run["throughput"]
                 metrics = run.get("scheduler_metrics") or {}
-                attempt = metrics.get("attempt_duration_scheduled_s") or {}
-                attempt_ms = {
-                    "count": attempt.get("count"),
-                    "p50": None if attempt.get("p50") is None else attempt["p50"] * 1000,
-                    "p99": None if attempt.get("p99") is None else attempt["p99"] * 1000,
-                }
+                attempt_ms = _ms(metrics.get("attempt_duration_scheduled_s"))
                 name = "kopf-scheduler" if which == "kopf" else "kube-scheduler"
                 lines.append(
                     f"| {label} | {name} | {_f(t.get('average'))} | {_f(t.get('p50'))} "
@@ -337,6 +369,7 @@ def _e2e_tables(pairs: list[dict[str, Any]]) -> list[str]:
         ]
         if loads:
             lines += ["", "1-minute load average when each pair started: " + ", ".join(loads) + "."]
+        lines += stage_table([p for p in pairs if (p["qps"], p["burst"]) == (qps, burst)])
         extra = [p for p in pairs if (p["qps"], p["burst"]) == (qps, burst) and _e2e_extra(p)]
         if extra:
             lines += [
@@ -351,12 +384,7 @@ def _e2e_tables(pairs: list[dict[str, Any]]) -> list[str]:
                     if "throughput" not in run:
                         continue
                     metrics = run.get("scheduler_metrics") or {}
-                    post = metrics.get("postfilter_duration_s") or {}
-                    post_ms = {
-                        "count": post.get("count"),
-                        "p50": None if post.get("p50") is None else post["p50"] * 1000,
-                        "p99": None if post.get("p99") is None else post["p99"] * 1000,
-                    }
+                    post_ms = _ms(metrics.get("postfilter_duration_s"))
                     unsched = (metrics.get("schedule_attempts_total") or {}).get("unschedulable")
                     gaps = run.get("head_of_line_gaps_ms") or {}
                     name = "kopf-scheduler" if which == "kopf" else "kube-scheduler"

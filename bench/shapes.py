@@ -161,7 +161,6 @@ def _spec(kind: str) -> tuple[Raw, dict[str, str]]:
     raise ValueError(f"unknown pod template {kind!r}")
 
 
-KINDS = ("default", "low", "high", "large", "anti", "spread", "csi")
 VOLUME_KINDS = frozenset({"csi"})
 """The templates whose pods each mount a claim of their own, bound to a PV of their own."""
 
@@ -201,10 +200,6 @@ def pod(
 
 def pod_role(raw: Mapping[str, Any]) -> str:
     return str(((raw.get("metadata") or {}).get("labels") or {}).get(ROLE_LABEL, ""))
-
-
-def pod_kind(raw: Mapping[str, Any]) -> str:
-    return str(((raw.get("metadata") or {}).get("labels") or {}).get(KIND_LABEL, ""))
 
 
 # Volumes ---------------------------------------------------------------------------------------

@@ -33,7 +33,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import ssl
 import subprocess
 import time
 import urllib.request
@@ -45,7 +44,7 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e.localcluster import LocalCluster
+from e2e.localcluster import LocalCluster, unverified_tls
 from e2e.localcluster.build import ensure_helm
 from e2e.localcluster.realnode import NODE_NAME, PAUSE_IMAGE, RealNode, cannot_run
 from e2e.support import LEASE_NAME, SCHEDULER_NAME
@@ -133,12 +132,9 @@ def holder_pod(kube: Kubectl, pods: dict[str, dict[str, Any]]) -> str | None:
 
 def readyz(pod: dict[str, Any]) -> dict[str, Any] | None:
     """The replica's ``/readyz``, read from this machine at the pod's IP on the bridge."""
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE  # as the kubelet's HTTPS probe: self-signed certificate
     url = f"https://{pod['status']['podIP']}:10259/readyz"
     try:
-        with urllib.request.urlopen(url, context=context, timeout=5) as response:
+        with urllib.request.urlopen(url, context=unverified_tls(), timeout=5) as response:
             answer: dict[str, Any] = json.loads(response.read())
             return answer
     except (OSError, ValueError):

@@ -15,10 +15,12 @@ from .cluster import (
     ClusterError,
     LocalCluster,
     default_state_dir,
+    kwok_node,
     node_manifest,
     node_ready,
     running_cluster,
     spawn_logged,
+    unverified_tls,
 )
 from .versions import ETCD_VERSION, KUBERNETES_VERSION, KWOK_VERSION
 
@@ -33,8 +35,10 @@ __all__ = [
     "binaries",
     "default_state_dir",
     "ensure_built",
+    "kwok_node",
     "node_manifest",
     "node_ready",
     "running_cluster",
     "spawn_logged",
+    "unverified_tls",
 ]

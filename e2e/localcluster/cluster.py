@@ -32,10 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-import yaml
-
-from . import build
+from . import build, procfs
 from . import versions as v
+from .kubeconfig import write_token_kubeconfig
 
 STATE_FILE = "state.json"
 STAGES_FILE = Path(__file__).with_name("stages.yaml")
@@ -112,15 +111,10 @@ def _proc_start_time(pid: int) -> int | None:
 
     Stored next to the PID so that a recycled PID is never mistaken for ours.
     """
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+    fields = procfs.stat_fields(pid)
+    if fields is None or fields[procfs.STATE] == "Z":
         return None
-    # The command name (field 2) may contain spaces; the fields after it are fixed.
-    fields = stat[stat.rindex(")") + 2 :].split()
-    if fields[0] == "Z":
-        return None
-    return int(fields[19])
+    return int(fields[procfs.START_TIME])
 
 
 @dataclass
@@ -402,23 +396,8 @@ class LocalCluster:
         shutil.copyfile(STAGES_FILE, self.state_dir / "stages.yaml")
 
     def _write_kubeconfig(self, path: Path, user: str, token: str) -> None:
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {
-                    "name": "localcluster",
-                    "cluster": {"server": self.server, "certificate-authority": str(self.ca_file)},
-                }
-            ],
-            "users": [{"name": user, "user": {"token": token}}],
-            "contexts": [
-                {"name": "localcluster", "context": {"cluster": "localcluster", "user": user}}
-            ],
-            "current-context": "localcluster",
-        }
-        path.write_text(yaml.safe_dump(config, sort_keys=False))
-        path.chmod(0o600)
+        cluster = {"server": self.server, "certificate-authority": str(self.ca_file)}
+        write_token_kubeconfig(path, cluster, user, token, name="localcluster")
 
     def _launch(self, name: str, args: Sequence[str]) -> None:
         self._record(name, spawn_logged(args, self.log_dir / f"{name}.log", cwd=self.state_dir))
@@ -756,7 +735,7 @@ class LocalCluster:
     def _ssl_context(self) -> ssl.SSLContext:
         if self.ca_file.exists():
             return ssl.create_default_context(cafile=str(self.ca_file))
-        return _insecure_context()
+        return unverified_tls()
 
     # -- probes --------------------------------------------------------------------------
 
@@ -781,7 +760,7 @@ class LocalCluster:
     def _https_ok(self, port: int, path: str) -> bool:
         try:
             with urllib.request.urlopen(
-                f"https://127.0.0.1:{port}{path}", context=_insecure_context(), timeout=2
+                f"https://127.0.0.1:{port}{path}", context=unverified_tls(), timeout=2
             ) as response:
                 return bool(response.status == 200)
         except OSError:
@@ -817,12 +796,11 @@ class LocalCluster:
 # -- helpers ----------------------------------------------------------------------------
 
 
-def node_manifest(
-    index: int, cpu: str = "4", memory: str = "32Gi", pods: str = "110"
-) -> dict[str, Any]:
-    """A fake node for kwok: zone-spread, no taints, capacity set at creation."""
-    name = f"{NODE_NAME_PREFIX}{index}"
-    resources = {"cpu": cpu, "memory": memory, "pods": pods}
+def kwok_node(name: str, resources: Mapping[str, str], labels: Mapping[str, str]) -> dict[str, Any]:
+    """A Node kwok plays the kubelet of: no taints, ``resources`` as capacity and allocatable.
+
+    ``labels`` adds to the labels every kubelet sets (hostname, OS, architecture).
+    """
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -833,20 +811,27 @@ def node_manifest(
                 "kubernetes.io/hostname": name,
                 "kubernetes.io/os": "linux",
                 "kubernetes.io/arch": "amd64",
-                "topology.kubernetes.io/zone": ZONES[index % len(ZONES)],
                 "type": "kwok",
+                **labels,
             },
         },
         "spec": {},
-        "status": {
-            "allocatable": dict(resources),
-            "capacity": dict(resources),
-            "addresses": [
-                {"type": "InternalIP", "address": f"10.240.{index // 250}.{index % 250 + 2}"},
-                {"type": "Hostname", "address": name},
-            ],
-        },
+        "status": {"allocatable": dict(resources), "capacity": dict(resources)},
     }
+
+
+def node_manifest(
+    index: int, cpu: str = "4", memory: str = "32Gi", pods: str = "110"
+) -> dict[str, Any]:
+    """A fake node for kwok: zone-spread, no taints, capacity set at creation."""
+    name = f"{NODE_NAME_PREFIX}{index}"
+    zone = {"topology.kubernetes.io/zone": ZONES[index % len(ZONES)]}
+    node = kwok_node(name, {"cpu": cpu, "memory": memory, "pods": pods}, zone)
+    node["status"]["addresses"] = [
+        {"type": "InternalIP", "address": f"10.240.{index // 250}.{index % 250 + 2}"},
+        {"type": "Hostname", "address": name},
+    ]
+    return node
 
 
 def node_ready(node: dict[str, Any]) -> bool:
@@ -858,9 +843,12 @@ def node_ready(node: dict[str, Any]) -> bool:
     return is_ready and not any(t["key"] in lifecycle for t in taints)
 
 
-def _insecure_context() -> ssl.SSLContext:
-    # Only for the health endpoints of KCM and kube-scheduler, which serve self-signed
-    # certificates that nothing else trusts.
+def unverified_tls() -> ssl.SSLContext:
+    """What kubelet's HTTPS probes and kube-scheduler scrapes do: encrypt, trust any certificate.
+
+    Only for the health and metrics ports of KCM and the schedulers, which serve self-signed
+    certificates that nothing else trusts.
+    """
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
@@ -888,7 +876,9 @@ __all__ = [
     "ClusterError",
     "LocalCluster",
     "default_state_dir",
+    "kwok_node",
     "node_manifest",
     "node_ready",
     "running_cluster",
+    "unverified_tls",
 ]

@@ -49,7 +49,7 @@ from typing import Any
 
 import yaml
 
-from . import build
+from . import build, procfs
 from .cluster import (
     SERVICE_CIDR,
     ClusterError,
@@ -215,16 +215,16 @@ def _mounts_under(root: Path) -> list[str]:
 def _process_table() -> dict[int, tuple[int, list[str]]]:
     """pid -> (parent pid, argv) for every process that can be read."""
     table = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for pid in procfs.process_ids():
+        fields = procfs.stat_fields(pid)
         try:
-            stat = (entry / "stat").read_text()
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        parent = int(stat[stat.rindex(")") + 2 :].split()[1])
-        table[int(entry.name)] = (parent, [arg.decode(errors="replace") for arg in argv if arg])
+        if fields is None:
+            continue
+        parent = int(fields[procfs.PARENT_PID])
+        table[pid] = (parent, [arg.decode(errors="replace") for arg in argv if arg])
     return table
 
 

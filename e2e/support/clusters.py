@@ -24,6 +24,8 @@ from typing import Any
 
 import yaml
 
+from e2e.localcluster.kubeconfig import write_token_kubeconfig
+
 from . import SYSTEM_NAMESPACE
 from .kubectl import Kubectl
 
@@ -121,14 +123,4 @@ def service_account_kubeconfig(
         cluster["certificate-authority-data"] = base64.b64encode(
             Path(ca_file).read_bytes()
         ).decode()
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "e2e", "cluster": cluster}],
-        "users": [{"name": service_account, "user": {"token": token}}],
-        "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": service_account}}],
-        "current-context": "e2e",
-    }
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    path.chmod(0o600)
-    return path
+    return write_token_kubeconfig(path, cluster, service_account, token, name="e2e")

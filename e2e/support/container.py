@@ -20,7 +20,6 @@ import base64
 import json
 import os
 import shutil
-import ssl
 import subprocess
 import urllib.error
 import urllib.parse
@@ -32,13 +31,14 @@ from typing import Any
 
 import yaml
 
+from e2e.localcluster import unverified_tls
+
 from .clusters import TOKEN_DURATION
 from .kubectl import Kubectl
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO_ROOT / "scripts" / "image" / "build.sh"
 BUILD_TIMEOUT = 1200.0  # a first build also makes the local base image (a few minutes)
-CONTAINER_NAME = "kopf-scheduler"
 SERVICE_ACCOUNT_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 STOP_GRACE_SECONDS = 20  # as the suite's STOP_TIMEOUT: SIGTERM, then SIGKILL after this
 
@@ -308,14 +308,11 @@ class SchedulerContainer:
 
     def get(self, path: str, token: str | None = None) -> Reply | None:
         """GET on the scheduler's port (HTTPS, its self-signed certificate not verified)."""
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
         request = urllib.request.Request(f"https://127.0.0.1:{self.port}{path}")
         if token:
             request.add_header("Authorization", f"Bearer {token}")
         try:
-            with urllib.request.urlopen(request, timeout=5, context=context) as response:
+            with urllib.request.urlopen(request, timeout=5, context=unverified_tls()) as response:
                 return Reply(response.status, response.read().decode())
         except urllib.error.HTTPError as error:
             return Reply(error.code, error.read().decode(errors="replace"))

@@ -128,13 +128,6 @@ class TestEnv:
         )
         return str(unschedulable_message(pod))
 
-    def wait_gone(self, name: str, timeout: float = 60) -> None:
-        wait_until(
-            lambda: self.get_pod(name) is None,
-            timeout=timeout,
-            what=f"{self.namespace}/{name} deleted",
-        )
-
     def wait_event(self, name: str, reason: str, timeout: float = 30) -> list[Mapping[str, Any]]:
         return wait_until(
             lambda: self.pod_events(name, reason),

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from e2e.localcluster import kwok_node
+
 from . import SCHEDULER_NAME
 
-KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 ISOLATION_KEY = "e2e-test"
 """Label and taint key that ties a test's pods to that test's nodes."""
 SUITE_LABEL = "e2e.kopf-scheduler/suite"
@@ -53,25 +54,10 @@ def fake_node(
     ``labels`` adds to the standard ones (for example a zone).
     """
     resources = {"cpu": cpu, "memory": memory, "pods": pods}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "annotations": {KWOK_ANNOTATION: "fake", "node.alpha.kubernetes.io/ttl": "0"},
-            "labels": {
-                "kubernetes.io/hostname": name,
-                "kubernetes.io/os": "linux",
-                "kubernetes.io/arch": "amd64",
-                "type": "kwok",
-                ISOLATION_KEY: test_id,
-                SUITE_LABEL: "true",
-                **(labels or {}),
-            },
-        },
-        "spec": {"taints": [{"key": ISOLATION_KEY, "value": test_id, "effect": "NoSchedule"}]},
-        "status": {"allocatable": dict(resources), "capacity": dict(resources)},
-    }
+    reserved = {ISOLATION_KEY: test_id, SUITE_LABEL: "true", **(labels or {})}
+    node = kwok_node(name, resources, reserved)
+    node["spec"]["taints"] = [{"key": ISOLATION_KEY, "value": test_id, "effect": "NoSchedule"}]
+    return node
 
 
 def pod(

@@ -20,7 +20,6 @@ import json
 import os
 import signal
 import socket
-import ssl
 import subprocess
 import sys
 import time
@@ -30,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from e2e.localcluster import spawn_logged
+from e2e.localcluster import spawn_logged, unverified_tls
 
 from . import LEASE_NAME, SCHEDULER_NAME, SYSTEM_NAMESPACE
 from .kubectl import Kubectl
@@ -125,14 +124,6 @@ def lease_holder(kubectl: Kubectl) -> str | None:
         return None
     holder = (lease.get("spec") or {}).get("holderIdentity")
     return str(holder) if holder else None
-
-
-def unverified_tls() -> ssl.SSLContext:
-    """What kubelet's HTTPS probes and kube-scheduler scrapes do: encrypt, trust any certificate."""
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    return context
 
 
 def free_port() -> int:

@@ -3,7 +3,12 @@ from pathlib import Path
 import pytest
 
 from kopf_scheduler.config.errors import ConfigError
-from kopf_scheduler.config.loader import default_config, load_config, parse_config, parse_duration
+from kopf_scheduler.config.loader import (
+    check_config_file,
+    default_config,
+    parse_config,
+    parse_duration,
+)
 from kopf_scheduler.config.profiles import build_profile_plugins
 from kopf_scheduler.config.types import Profile
 from kopf_scheduler.framework.handle import Handle
@@ -331,17 +336,17 @@ def test_file_errors_name_the_file(tmp_path: Path) -> None:
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\npercentageOfNodesToScore: 200\n"
     )
     with pytest.raises(ConfigError) as info:
-        load_config(path)
+        check_config_file(path)
     assert str(info.value) == f"{path}: percentageOfNodesToScore: must be at most 100, got 200"
 
 
 def test_unreadable_and_invalid_yaml(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read the file"):
-        load_config(tmp_path / "missing.yaml")
+        check_config_file(tmp_path / "missing.yaml")
     bad = tmp_path / "bad.yaml"
     bad.write_text("profiles: [unclosed\n")
     with pytest.raises(ConfigError) as info:
-        load_config(bad)
+        check_config_file(bad)
     assert str(info.value) == (
         f"{bad}: line 2, column 1: not valid YAML: while parsing a flow sequence, "
         "expected ',' or ']', but got '<stream end>'"

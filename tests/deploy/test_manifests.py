@@ -17,7 +17,7 @@ import yaml
 
 from kopf_scheduler.config.loader import parse_config
 from kopf_scheduler.config.types import SchedulerConfig
-from kopf_scheduler.handlers.watching import WATCHED
+from kopf_scheduler.kopf_watches.watching import WATCHED
 from tests.deploy.manifest_files import (
     BASE,
     CLUSTER_SCOPED_KINDS,

@@ -41,6 +41,15 @@ def failed(
     )
 
 
+def logged(caplog: pytest.LogCaptureFixture, event: str) -> list[dict[str, Any]]:
+    """The fields of each structlog line named ``event``."""
+    return [
+        record.msg
+        for record in caplog.records
+        if isinstance(record.msg, dict) and record.msg.get("event") == event
+    ]
+
+
 @pytest.fixture
 def vclock() -> VirtualClock:
     return VirtualClock(start=START)
@@ -280,7 +289,8 @@ async def test_failures_are_logged_not_raised(
         await recorder.process(failed())
 
     assert len(kmock[CREATE]) == 1
-    assert "cannot create events" in caplog.text
+    [failure] = logged(caplog, "event_write_failed")
+    assert "cannot create events" in failure["reason"]
 
 
 async def test_record_never_blocks_and_drops_when_full(api: Api, vclock: VirtualClock) -> None:
@@ -410,8 +420,7 @@ async def test_under_429s_the_queue_stays_bounded_and_every_event_is_sent_or_cou
     assert dropped_metric(metrics, "send_failed") == 0
     assert created() == 30 - recorder.dropped
     assert len({r.data["regarding"]["name"] for r in kmock[CREATE]}) == created()
-    warnings = [r for r in caplog.records if r.getMessage().startswith("events dropped")]
-    assert len(warnings) == 1  # every drop happened within one log interval
+    assert len(logged(caplog, "events_dropped")) == 1  # every drop happened within one interval
 
 
 async def test_an_event_refused_on_its_last_try_is_counted(
@@ -446,9 +455,9 @@ async def test_drops_are_told_at_most_once_per_interval_with_their_count(
         vclock.advance_to(START + 10)
         recorder.record(failed("after the interval"))
 
-    messages = [r.getMessage() for r in caplog.records]
-    assert len(messages) == 2
-    assert messages[0].startswith("events dropped: 1 since the last report, 1 in all")
-    assert messages[1].startswith("events dropped: 30 since the last report, 31 in all")
+    reports = logged(caplog, "events_dropped")
+    assert len(reports) == len(caplog.records) == 2
+    assert (reports[0]["since_last_report"], reports[0]["in_all"]) == (1, 1)
+    assert (reports[1]["since_last_report"], reports[1]["in_all"]) == (30, 31)
     assert recorder.queued == 1
     assert dropped_metric(metrics, "queue_full") == 31

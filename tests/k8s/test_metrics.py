@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any, cast
 
 import pytest
 from prometheus_client import REGISTRY, generate_latest
@@ -97,5 +98,7 @@ def test_misuse_is_logged_once_and_dropped(
 
     records = [r for r in caplog.records if r.name == "kopf_scheduler.k8s.metrics"]
     assert len(records) == 1
-    assert complaint in records[0].getMessage()
+    entry = cast(dict[str, Any], records[0].msg)
+    assert entry["event"] == "metric_value_dropped"
+    assert complaint in entry["reason"]
     assert metrics.registry.get_sample_value(m.PREEMPTION_ATTEMPTS) == 0

@@ -230,7 +230,9 @@ async def test_a_failing_check_fails_the_health_endpoints_with_upstreams_text(
     name = path.removeprefix("/")
     assert status == 500
     assert body == f"[+]ping ok\n[-]leaderElection failed: reason withheld\n{name} check failed\n"
-    assert "leaderElection is broken" in caplog.text  # the reason goes to the log only
+    [entry] = [r.msg for r in caplog.records if isinstance(r.msg, dict)]
+    assert entry["event"] == "health_check_failed"
+    assert "leaderElection is broken" in entry["failed"]  # the reason goes to the log only
 
 
 async def test_healthy_checks_answer_ok_or_list_themselves_when_verbose(

@@ -7,7 +7,7 @@ from typing import Any
 import kopf
 import pytest
 
-from kopf_scheduler.handlers.watching import WATCHED, NoDiffBase, apply_settings, register
+from kopf_scheduler.kopf_watches.watching import WATCHED, NoDiffBase, apply_settings, register
 
 
 class Recorder:

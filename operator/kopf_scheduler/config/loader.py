@@ -34,6 +34,16 @@ from kopf_scheduler.config.types import (
     Profile,
     SchedulerConfig,
 )
+from kopf_scheduler.config.validation import (
+    BOOLEAN,
+    INTEGER,
+    LIST,
+    NUMBER,
+    OBJECT,
+    STRING,
+    field_path,
+    shown,
+)
 from kopf_scheduler.model.duration import go_duration_seconds
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
@@ -82,24 +92,18 @@ class LoadedConfig:
     warnings: tuple[ConfigWarning, ...] = ()
 
 
-def _shown(value: Any) -> str:
-    """``value`` for an error message, cut short so the message stays one readable line."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def _mapping(value: Any, field: str) -> Mapping[str, Any]:
     if value is None:
         return {}
-    if not isinstance(value, Mapping):
-        raise ConfigError(field, f"must be an object, got {_shown(value)}")
+    if not OBJECT.accepts(value):
+        raise ConfigError(field, OBJECT.refusal(value))
     return value
 
 
 def _check_fields(raw: Mapping[str, Any], allowed: set[str], field: str) -> None:
     for key in raw:
         if key not in allowed:
-            path = f"{field}.{key}" if field else key
+            path = field_path(field, key)
             hint = _NOT_IN_V1.get(key) if not field else None
             raise ConfigError(path, f"unknown field; {hint}" if hint else "unknown field")
 
@@ -115,9 +119,9 @@ def _int(
     if key not in raw or raw[key] is None:
         return default
     value = raw[key]
-    path = f"{field}.{key}" if field else key
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ConfigError(path, f"must be an integer, got {_shown(value)}")
+    path = field_path(field, key)
+    if not INTEGER.accepts(value):
+        raise ConfigError(path, INTEGER.refusal(value))
     if low is not None and value < low:
         raise ConfigError(path, f"must be at least {low}, got {value}")
     if high is not None and value > high:
@@ -129,9 +133,8 @@ def _bool(raw: Mapping[str, Any], key: str, field: str, default: bool) -> bool:
     if raw.get(key) is None:
         return default
     value = raw[key]
-    if not isinstance(value, bool):
-        path = f"{field}.{key}" if field else key
-        raise ConfigError(path, f"must be true or false, got {_shown(value)}")
+    if not BOOLEAN.accepts(value):
+        raise ConfigError(field_path(field, key), BOOLEAN.refusal(value))
     return value
 
 
@@ -139,20 +142,18 @@ def _str(raw: Mapping[str, Any], key: str, field: str, default: str) -> str:
     if key not in raw or raw[key] is None:
         return default
     value = raw[key]
-    if not isinstance(value, str):
-        raise ConfigError(
-            f"{field}.{key}" if field else key, f"must be a string, got {_shown(value)}"
-        )
+    if not STRING.accepts(value):
+        raise ConfigError(field_path(field, key), STRING.refusal(value))
     return value
 
 
 def parse_duration(value: Any, field: str) -> float:
     """A Go duration string (``15s``, ``1m30s``, ``250ms``) in seconds, not negative."""
     if not isinstance(value, str) or not value:
-        raise ConfigError(field, f"must be a duration such as '15s', got {_shown(value)}")
+        raise ConfigError(field, f"must be a duration such as '15s', got {shown(value)}")
     seconds = go_duration_seconds(value)
     if seconds is None or seconds < 0 or value.strip("+-") == "0":
-        raise ConfigError(field, f"not a valid duration: {_shown(value)}")
+        raise ConfigError(field, f"not a valid duration: {shown(value)}")
     return seconds
 
 
@@ -162,8 +163,8 @@ def _plugin_set(raw: Any, field: str) -> PluginSet:
     lists: dict[str, tuple[PluginRef, ...]] = {}
     for kind in ("enabled", "disabled"):
         entries = raw.get(kind) or []
-        if not isinstance(entries, list):
-            raise ConfigError(f"{field}.{kind}", "must be a list")
+        if not LIST.accepts(entries):
+            raise ConfigError(f"{field}.{kind}", f"must be {LIST.name}")
         refs = []
         for index, entry in enumerate(entries):
             path = f"{field}.{kind}[{index}]"
@@ -196,8 +197,8 @@ def _profile(raw: Any, field: str) -> Profile:
     }
     configs: dict[str, Mapping[str, Any]] = {}
     entries = raw.get("pluginConfig") or []
-    if not isinstance(entries, list):
-        raise ConfigError(f"{field}.pluginConfig", "must be a list")
+    if not LIST.accepts(entries):
+        raise ConfigError(f"{field}.pluginConfig", f"must be {LIST.name}")
     for index, entry in enumerate(entries):
         path = f"{field}.pluginConfig[{index}]"
         item = _mapping(entry, path)
@@ -276,10 +277,10 @@ def _client_connection(raw: Any, warnings: list[ConfigWarning]) -> ClientConnect
     qps = raw.get("qps", DEFAULT_QPS)
     if qps is None:
         qps = DEFAULT_QPS
-    if isinstance(qps, bool) or not isinstance(qps, int | float):
-        raise ConfigError(f"{field}.qps", f"must be a number, got {_shown(qps)}")
+    if not NUMBER.accepts(qps):
+        raise ConfigError(f"{field}.qps", NUMBER.refusal(qps))
     if not math.isfinite(qps) or abs(qps) > FLOAT32_MAX:
-        raise ConfigError(f"{field}.qps", f"must be a finite 32-bit float, got {_shown(qps)}")
+        raise ConfigError(f"{field}.qps", f"must be a finite 32-bit float, got {shown(qps)}")
     burst = _int(raw, "burst", field, DEFAULT_BURST, low=0, high=INT32_MAX)
     assert burst is not None
     content_type = _str(raw, "contentType", field, "")
@@ -293,7 +294,7 @@ def _client_connection(raw: Any, warnings: list[ConfigWarning]) -> ClientConnect
     elif content_type not in ("", JSON_CONTENT_TYPE):
         raise ConfigError(
             f"{field}.contentType",
-            f"must be {JSON_CONTENT_TYPE} or {PROTOBUF_CONTENT_TYPE}, got {_shown(content_type)}",
+            f"must be {JSON_CONTENT_TYPE} or {PROTOBUF_CONTENT_TYPE}, got {shown(content_type)}",
         )
     accept = _str(raw, "acceptContentTypes", field, "")
     offered = {part.split(";")[0].strip() for part in accept.split(",") if part.strip()}
@@ -349,8 +350,8 @@ def _unsupported_fields(raw: Mapping[str, Any], warnings: list[ConfigWarning]) -
             )
         )
     extenders = raw.get("extenders")
-    if extenders is not None and not isinstance(extenders, list):
-        raise ConfigError("extenders", f"must be a list, got {_shown(extenders)}")
+    if extenders is not None and not LIST.accepts(extenders):
+        raise ConfigError("extenders", LIST.refusal(extenders))
     if extenders:
         raise ConfigError("extenders", "scheduler extenders are not supported")
 
@@ -390,9 +391,9 @@ def check_config(raw: Any) -> LoadedConfig:
     raw = _mapping(raw, "")
     api_version = raw.get("apiVersion")
     if api_version != API_VERSION:
-        raise ConfigError("apiVersion", f"must be {API_VERSION!r}, got {_shown(api_version)}")
+        raise ConfigError("apiVersion", f"must be {API_VERSION!r}, got {shown(api_version)}")
     if raw.get("kind") != KIND:
-        raise ConfigError("kind", f"must be {KIND!r}, got {_shown(raw.get('kind'))}")
+        raise ConfigError("kind", f"must be {KIND!r}, got {shown(raw.get('kind'))}")
     _check_fields(raw, _TOP_LEVEL, "")
     warnings: list[ConfigWarning] = []
     _unsupported_fields(raw, warnings)
@@ -465,11 +466,6 @@ def check_config_file(path: str | Path) -> LoadedConfig:
     return LoadedConfig(
         loaded.config, tuple(warning.with_source(source) for warning in loaded.warnings)
     )
-
-
-def load_config(path: str | Path) -> SchedulerConfig:
-    """Read and validate a config file; every error names the file."""
-    return check_config_file(path).config
 
 
 def default_config() -> SchedulerConfig:

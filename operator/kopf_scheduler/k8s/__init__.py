@@ -10,7 +10,7 @@ Typical wiring::
     binder, status_writer, deleter = ApiBinder(api), ApiPodStatusWriter(api), ApiPodDeleter(api)
     events = ApiEventRecorder(api); await events.start()
     elector = LeaderElector(api.with_limiter(limiter_for(qps, burst)), "kube-system",
-                            "my-scheduler", default_identity(), ...)
+                            "my-scheduler", f"{socket.gethostname()}_{os.getpid()}", ...)
 """
 
 from typing import TYPE_CHECKING
@@ -21,7 +21,7 @@ from kopf_scheduler.k8s.clock import MonotonicClock, WallClock
 from kopf_scheduler.k8s.deleter import ApiPodDeleter
 from kopf_scheduler.k8s.errors import ClientConfigError, TransportError
 from kopf_scheduler.k8s.events import ApiEventRecorder
-from kopf_scheduler.k8s.lease import LeaderElectionRecord, LeaderElector, default_identity
+from kopf_scheduler.k8s.lease import LeaderElectionRecord, LeaderElector
 from kopf_scheduler.k8s.metrics import PrometheusMetrics
 from kopf_scheduler.k8s.ratelimit import RateLimiter, TokenBucket, Unlimited, limiter_for
 from kopf_scheduler.k8s.retry import DEFAULT_RETRY, NO_RETRY, RetryPolicy
@@ -47,7 +47,6 @@ __all__ = [
     "TransportError",
     "Unlimited",
     "WallClock",
-    "default_identity",
     "limiter_for",
     "load_configuration",
     "make_api",

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import os
 import urllib.parse
 import urllib.request
@@ -40,6 +39,7 @@ from typing import Any
 
 import aiohttp
 import orjson
+import structlog
 from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config import incluster_config
@@ -70,7 +70,7 @@ from kopf_scheduler.k8s.retry import (
 )
 from kopf_scheduler.ports import ApiError, Clock, Metrics, NullMetrics
 
-logger = logging.getLogger("kopf_scheduler.k8s.client")
+logger = structlog.get_logger("kopf_scheduler.k8s.client")
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -243,7 +243,9 @@ class Api:
                 page = await self.request("GET", path, query=page_params)
             except ApiError as error:
                 if error.status == 410 and token:
-                    logger.info("list of %s expired midway; listing again in one page", path)
+                    logger.info(
+                        "list_expired_midway", path=path, detail="listing again in one page"
+                    )
                     items, token, limit = [], "", 0
                     continue
                 raise
@@ -311,7 +313,9 @@ class Api:
             and self.credentials is not None
             and self.credentials.unauthorized(sent)
         ):
-            logger.info("%s %s: token rejected; sending again with the new one", method, path)
+            logger.info(
+                "token_rejected", method=method, path=path, detail="sending again with the new one"
+            )
             reply = await self._attempt(method, path, body, content_type, query)
         return reply
 
@@ -528,5 +532,5 @@ async def _refresh_tokens(loader: Any, configuration: Any) -> None:
         except asyncio.CancelledError:
             raise
         except Exception:
-            logger.exception("refreshing the API token failed; trying again in 60s")
+            logger.exception("token_refresh_failed", retry_in_seconds=60)
             await asyncio.sleep(60)

@@ -9,13 +9,13 @@ which is all preemption needs.
 
 from __future__ import annotations
 
-import logging
+import structlog
 
 from kopf_scheduler.k8s.client import Api
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.ports import ConflictError, NotFoundError
 
-logger = logging.getLogger("kopf_scheduler.k8s.deleter")
+logger = structlog.get_logger("kopf_scheduler.k8s.deleter")
 
 
 def pod_path(namespace: str, name: str) -> str:
@@ -38,6 +38,6 @@ class ApiPodDeleter:
                 "DELETE", pod_path(pod.namespace, pod.name), delete_options(pod.uid)
             )
         except NotFoundError:
-            logger.debug("victim %s is already gone", pod.key)
+            logger.debug("victim_already_gone", pod=pod.key)
         except ConflictError as error:
-            logger.debug("victim %s was replaced by another pod: %s", pod.key, error.message)
+            logger.debug("victim_replaced_by_another_pod", pod=pod.key, reason=error.message)

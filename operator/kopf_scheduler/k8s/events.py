@@ -32,12 +32,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import random
 import socket
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
+
+import structlog
 
 from kopf_scheduler import metric_names as m
 from kopf_scheduler.k8s.client import JSON, MERGE_PATCH, Api
@@ -46,7 +47,7 @@ from kopf_scheduler.k8s.errors import NO_RESPONSE
 from kopf_scheduler.k8s.retry import is_retryable_status
 from kopf_scheduler.ports import ApiError, Clock, Event, Metrics, NotFoundError, PodRef
 
-logger = logging.getLogger("kopf_scheduler.k8s.events")
+logger = structlog.get_logger("kopf_scheduler.k8s.events")
 
 DEFAULT_QUEUE_SIZE = 1000
 DEFAULT_SENDERS = 64
@@ -218,12 +219,12 @@ class ApiEventRecorder:
             f"{event.reason} {event.type} on {event.regarding.key}" if event is not None else "-"
         )
         logger.warning(
-            "events dropped: %d since the last report, %d in all (latest: %s, %s); "
-            "events are best effort, scheduling goes on",
-            self._drops_since_log,
-            self.dropped,
-            reason,
-            latest,
+            "events_dropped",
+            since_last_report=self._drops_since_log,
+            in_all=self.dropped,
+            reason=reason,
+            latest=latest,
+            detail="events are best effort, scheduling goes on",
         )
         self._drops_since_log = 0
         self._last_drop_log = now
@@ -256,7 +257,7 @@ class ApiEventRecorder:
             pending = self._queue.qsize()
             if pending:
                 self._drop(DROPPED_SHUTDOWN, None, pending)
-            logger.warning("event recorder stopped with %d events unsent", pending)
+            logger.warning("event_recorder_stopped_with_events_unsent", unsent=pending)
         finally:
             for worker in self._workers:
                 worker.cancel()
@@ -278,7 +279,7 @@ class ApiEventRecorder:
             except asyncio.CancelledError:
                 raise
             except Exception:
-                logger.exception("recording an event failed")
+                logger.exception("event_recording_failed")
             finally:
                 self._queue.task_done()
 
@@ -369,7 +370,13 @@ class ApiEventRecorder:
                 if attempt == self._sink_tries or not worth_retrying(error):
                     raise
                 delay = self._sink_retry_interval * (1 + SINK_RETRY_JITTER * self._rng.random())
-                logger.debug("%s %s failed (%s); trying again in %.1fs", method, path, error, delay)
+                logger.debug(
+                    "event_write_retrying",
+                    method=method,
+                    path=path,
+                    reason=str(error),
+                    delay_seconds=round(delay, 1),
+                )
                 await self._clock.sleep(delay)
 
     async def _create(self, namespace: str, body: dict[str, Any]) -> None:
@@ -403,7 +410,8 @@ class ApiEventRecorder:
     def _log_failure(doing: str, body: dict[str, Any], error: ApiError) -> None:
         regarding = body.get("regarding", {})
         where = f"{regarding.get('namespace')}/{regarding.get('name')}"
+        about = {"doing": doing, "event_reason": body.get("reason"), "regarding": where}
         if error.status == 409:
-            logger.debug("%s event %s on %s: %s", doing, body.get("reason"), where, error)
+            logger.debug("event_write_conflict", **about, reason=str(error))
         else:
-            logger.warning("%s event %s on %s failed: %s", doing, body.get("reason"), where, error)
+            logger.warning("event_write_failed", **about, reason=str(error))

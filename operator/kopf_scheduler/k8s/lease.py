@@ -24,13 +24,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import logging
 import random
-import socket
-import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
+
+import structlog
 
 from kopf_scheduler.k8s.client import Api
 from kopf_scheduler.k8s.clock import WallClock, micro_time
@@ -38,17 +37,12 @@ from kopf_scheduler.k8s.errors import TransportError
 from kopf_scheduler.k8s.retry import NO_RETRY
 from kopf_scheduler.ports import ApiError, Clock, ConflictError, NotFoundError
 
-logger = logging.getLogger("kopf_scheduler.k8s.lease")
+logger = structlog.get_logger("kopf_scheduler.k8s.lease")
 
 JITTER_FACTOR = 1.2
 API_VERSION = "coordination.k8s.io/v1"
 
 Callback = Callable[[], Awaitable[None] | None]
-
-
-def default_identity() -> str:
-    """``<hostname>_<uuid>``, unique per process, as kube-scheduler names its candidates."""
-    return f"{socket.gethostname()}_{uuid.uuid4()}"
 
 
 def leases_path(namespace: str) -> str:
@@ -144,10 +138,6 @@ class LeaderElector:
         """True between gaining leadership and losing or giving it up."""
         return self._leading
 
-    @property
-    def observed_record(self) -> LeaderElectionRecord | None:
-        return self._observed
-
     def holds_lease(self) -> bool:
         """Whether the last record seen names this candidate as the holder."""
         return self._observed is not None and self._observed.holder_identity == self.identity
@@ -204,7 +194,12 @@ class LeaderElector:
                 await self._update(renewed)
             except ApiError as error:
                 log = logger.debug if isinstance(error, TransportError) else logger.info
-                log("optimistic lease renewal failed, reading it again: %s", error)
+                log(
+                    "lease_optimistic_renewal_failed",
+                    lease=self.path,
+                    reason=str(error),
+                    detail="reading it again",
+                )
             else:
                 self._observe(renewed, now)
                 return True
@@ -215,14 +210,14 @@ class LeaderElector:
             try:
                 await self._create(record)
             except ApiError as error:
-                logger.info("creating lease %s failed: %s", self.path, error)
+                logger.info("lease_create_failed", lease=self.path, reason=str(error))
                 return False
             self._observe(record, now)
             return True
         except ApiError as error:
             # Without a reply the API client's outage report has said so once per outage.
             log = logger.debug if isinstance(error, TransportError) else logger.warning
-            log("reading lease %s failed: %s", self.path, error)
+            log("lease_read_failed", lease=self.path, reason=str(error))
             return False
 
         self._lease = lease
@@ -230,7 +225,7 @@ class LeaderElector:
         if current != self._observed:
             self._observe(current, now)
         if current.holder_identity and self._lease_valid(now) and not self.holds_lease():
-            logger.debug("lease %s is held by %s", self.path, current.holder_identity)
+            logger.debug("lease_held_by_another", lease=self.path, holder=current.holder_identity)
             return False
 
         if self.holds_lease():
@@ -244,7 +239,7 @@ class LeaderElector:
         try:
             await self._update(record)
         except ApiError as error:
-            logger.info("updating lease %s failed: %s", self.path, error)
+            logger.info("lease_update_failed", lease=self.path, reason=str(error))
             return False
         self._observe(record, now)
         return True
@@ -275,7 +270,7 @@ class LeaderElector:
                 record = replace(record, leader_transitions=current.leader_transitions)
                 await self._update(record)
         except ApiError as error:
-            logger.warning("releasing lease %s failed: %s", self.path, error)
+            logger.warning("lease_release_failed", lease=self.path, reason=str(error))
             return False
         self._observe(record, self._clock.now())
         return True
@@ -315,7 +310,7 @@ class LeaderElector:
             if not await self._acquire(stop_event):
                 return
             self._leading = True
-            logger.info("%s became the leader on lease %s", self.identity, self.path)
+            logger.info("became_leader", identity=self.identity, lease=self.path)
             self._start_term()
             await self._renew(stop_event)
         except asyncio.CancelledError:
@@ -324,7 +319,7 @@ class LeaderElector:
         finally:
             if self._leading:
                 self._leading = False
-                logger.info("%s stopped leading on lease %s", self.identity, self.path)
+                logger.info("stopped_leading", identity=self.identity, lease=self.path)
                 await self._end_term()
                 await self._call(self._on_stopped, "on_stopped_leading")
                 if self._release_on_cancel and (cancelled or stop_event.is_set()):
@@ -356,10 +351,10 @@ class LeaderElector:
                     if await self.try_acquire_or_renew():
                         return True
             except TimeoutError:
-                logger.info("renewing lease %s timed out", self.path)
+                logger.info("lease_renewal_timed_out", lease=self.path)
             if self._observed is not None and not self.holds_lease():
                 logger.warning(
-                    "lease %s was taken over by %s", self.path, self._observed.holder_identity
+                    "lease_taken_over", lease=self.path, holder=self._observed.holder_identity
                 )
                 return False
             if self._clock.now() + self.retry_period >= deadline:
@@ -367,7 +362,9 @@ class LeaderElector:
             await self._wait(self.retry_period, stop_event)
         if stop_event.is_set():
             return True
-        logger.warning("failed to renew lease %s within %.1fs", self.path, self.renew_deadline)
+        logger.warning(
+            "lease_renewal_failed", lease=self.path, renew_deadline_seconds=self.renew_deadline
+        )
         return False
 
     async def _wait(self, seconds: float, stop_event: asyncio.Event) -> None:
@@ -390,7 +387,7 @@ class LeaderElector:
         try:
             result = self._on_started()
         except Exception:
-            logger.exception("leader election callback on_started_leading failed")
+            logger.exception("leader_election_callback_failed", callback="on_started_leading")
             return
         if inspect.isawaitable(result):
             self._term = asyncio.ensure_future(result)
@@ -405,7 +402,7 @@ class LeaderElector:
         except asyncio.CancelledError:
             pass
         except Exception:
-            logger.exception("leader election callback on_started_leading failed")
+            logger.exception("leader_election_callback_failed", callback="on_started_leading")
 
     @staticmethod
     async def _call(callback: Callback | None, what: str) -> None:
@@ -416,4 +413,4 @@ class LeaderElector:
             if inspect.isawaitable(result):
                 await result
         except Exception:
-            logger.exception("leader election callback %s failed", what)
+            logger.exception("leader_election_callback_failed", callback=what)

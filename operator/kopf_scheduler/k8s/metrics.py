@@ -16,10 +16,10 @@ once per name and otherwise ignored, because a metric must never fail a scheduli
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import structlog
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -31,7 +31,7 @@ from prometheus_client import (
 
 from kopf_scheduler.metric_names import DEFINITIONS, MetricDef
 
-logger = logging.getLogger("kopf_scheduler.k8s.metrics")
+logger = structlog.get_logger("kopf_scheduler.k8s.metrics")
 
 _KINDS = ("counter", "gauge", "histogram")
 
@@ -122,7 +122,7 @@ class PrometheusMetrics:
     def _complain(self, name: str, problem: str) -> None:
         if name not in self._complained:
             self._complained.add(name)
-            logger.error("metric %s %s; the value is dropped", name, problem)
+            logger.error("metric_value_dropped", metric=name, reason=problem)
 
     def inc(self, name: str, labels: Mapping[str, str] | None = None, value: float = 1) -> None:
         child = self._child(name, ("counter", "gauge"), labels)

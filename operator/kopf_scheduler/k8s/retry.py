@@ -15,16 +15,17 @@ update carries the ``resourceVersion`` it read, so a replay is rejected rather t
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
+
+import structlog
 
 from kopf_scheduler.k8s.clock import MonotonicClock
 from kopf_scheduler.k8s.errors import TransportError
 from kopf_scheduler.ports import Clock
 
-logger = logging.getLogger("kopf_scheduler.k8s.retry")
+logger = structlog.get_logger("kopf_scheduler.k8s.retry")
 
 
 @dataclass(frozen=True)
@@ -109,11 +110,21 @@ async def send_with_retries(
                 raise
             delay = policy.backoff(attempt)
             # No reply at all: the client's outage report tells of it once per outage.
-            logger.debug("retrying %s in %.2fs: %s", label, delay, error.message)
+            logger.debug(
+                "request_retrying",
+                request=label,
+                delay_seconds=round(delay, 2),
+                reason=error.message,
+            )
         else:
             if attempt == attempts or not is_retryable_status(reply.status):
                 return reply
             delay = policy.delay(attempt, reply.status, reply.retry_after)
-            logger.info("retrying %s in %.2fs: HTTP %d", label, delay, reply.status)
+            logger.info(
+                "request_retrying",
+                request=label,
+                delay_seconds=round(delay, 2),
+                status=reply.status,
+            )
         await sleeper.sleep(delay)
     raise AssertionError("unreachable: the loop returns or raises on its last attempt")

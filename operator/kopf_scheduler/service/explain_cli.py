@@ -9,11 +9,21 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeGuard
 
 from kopf_scheduler.config.errors import ConfigError
 from kopf_scheduler.config.kubeconfig import check_kubeconfig
+from kopf_scheduler.config.validation import (
+    BOOLEAN,
+    INTEGER,
+    LIST,
+    NUMBER,
+    OBJECT,
+    STRING,
+    Expected,
+    field_path,
+)
 from kopf_scheduler.k8s.client import make_api
 from kopf_scheduler.k8s.errors import ClientConfigError
 from kopf_scheduler.ports import ApiError, NotFoundError
@@ -24,69 +34,41 @@ from kopf_scheduler.sim.report import render_explanations
 EXIT_RUNTIME = 1
 EXIT_USAGE = 2
 
-_Check = Callable[[Any], bool]
+
+def _is_string_list(value: Any) -> TypeGuard[list[str]]:
+    return LIST.accepts(value) and all(STRING.accepts(item) for item in value)
 
 
-def _is_str(value: Any) -> bool:
-    return isinstance(value, str)
+def _is_string_or_null(value: Any) -> TypeGuard[str | None]:
+    return value is None or STRING.accepts(value)
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def _is_scores(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    return OBJECT.accepts(value) and all(NUMBER.accepts(score) for score in value.values())
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+STRING_LIST = Expected("a list of strings", _is_string_list)
+STRING_OR_NULL = Expected("a string or null", _is_string_or_null)
+SCORES = Expected("an object of numbers", _is_scores)
 
-
-def _is_bool(value: Any) -> bool:
-    return isinstance(value, bool)
-
-
-def _is_str_list(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(item, str) for item in value)
-
-
-def _is_name_or_none(value: Any) -> bool:
-    return value is None or isinstance(value, str)
-
-
-def _is_list(value: Any) -> bool:
-    return isinstance(value, list)
-
-
-def _is_scores(value: Any) -> bool:
-    return isinstance(value, Mapping) and all(_is_number(score) for score in value.values())
-
-
-_TYPE_NAMES: dict[_Check, str] = {
-    _is_str: "a string",
-    _is_int: "an integer",
-    _is_number: "a number",
-    _is_bool: "true or false",
-    _is_str_list: "a list of strings",
-    _is_name_or_none: "a string or null",
-    _is_scores: "an object of numbers",
-    _is_list: "a list",
+_ATTEMPT: dict[str, Expected[Any]] = {
+    "pod": STRING,
+    "attempt": INTEGER,
+    "result": STRING,
+    "node": STRING_OR_NULL,
+    "nodes": LIST,
 }
-_ATTEMPT = {
-    "pod": _is_str,
-    "attempt": _is_int,
-    "result": _is_str,
-    "node": _is_name_or_none,
-    "nodes": _is_list,
+_FEASIBLE_NODE: dict[str, Expected[Any]] = {"node": STRING, "scores": SCORES, "total": NUMBER}
+_REJECTED_NODE: dict[str, Expected[Any]] = {
+    "node": STRING,
+    "plugin": STRING_OR_NULL,
+    "code": STRING,
+    "reasons": STRING_LIST,
 }
-_FEASIBLE_NODE = {"node": _is_str, "scores": _is_scores, "total": _is_number}
-_REJECTED_NODE = {
-    "node": _is_str,
-    "plugin": _is_name_or_none,
-    "code": _is_str,
-    "reasons": _is_str_list,
-}
-_CRITERIA = {
-    "num_pdb_violations": _is_int,
-    "highest_victim_priority": _is_int,
-    "num_victims": _is_int,
+_CRITERIA: dict[str, Expected[Any]] = {
+    "num_pdb_violations": INTEGER,
+    "highest_victim_priority": INTEGER,
+    "num_victims": INTEGER,
 }
 
 
@@ -94,18 +76,18 @@ class RecordError(ValueError):
     """The annotation does not hold a decision record that can be shown."""
 
 
-def _require(record: Mapping[str, Any], fields: Mapping[str, _Check], where: str) -> None:
-    for name, check in fields.items():
-        path = f"{where}.{name}" if where else name
+def _require(record: Mapping[str, Any], fields: Mapping[str, Expected[Any]], where: str) -> None:
+    for name, expected in fields.items():
+        path = field_path(where, name)
         if name not in record:
             raise RecordError(f"{path} is missing")
-        if not check(record[name]):
-            raise RecordError(f"{path} must be {_TYPE_NAMES[check]}")
+        if not expected.accepts(record[name]):
+            raise RecordError(f"{path} must be {expected.name}")
 
 
 def _mapping(value: Any, where: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise RecordError(f"{where} must be an object")
+    if not OBJECT.accepts(value):
+        raise RecordError(f"{where} must be {OBJECT.name}")
     return value
 
 
@@ -122,19 +104,19 @@ def parse_record(text: str) -> dict[str, Any]:
     for index, entry in enumerate(record["nodes"]):
         where = f"nodes[{index}]"
         node = _mapping(entry, where)
-        _require(node, {"feasible": _is_bool}, where)
+        _require(node, {"feasible": BOOLEAN}, where)
         _require(node, _FEASIBLE_NODE if node["feasible"] else _REJECTED_NODE, where)
     preemption = record.get("preemption")
     if preemption is not None:
         preemption = _mapping(preemption, "preemption")
-        _require(preemption, {"outcome": _is_str}, "preemption")
+        _require(preemption, {"outcome": STRING}, "preemption")
         candidates = preemption.get("candidates") or []
-        if not isinstance(candidates, list):
-            raise RecordError("preemption.candidates must be a list")
+        if not LIST.accepts(candidates):
+            raise RecordError(f"preemption.candidates must be {LIST.name}")
         for index, entry in enumerate(candidates):
             where = f"preemption.candidates[{index}]"
             candidate = _mapping(entry, where)
-            _require(candidate, {"node": _is_str, "victims": _is_str_list}, where)
+            _require(candidate, {"node": STRING, "victims": STRING_LIST}, where)
             criteria = _mapping(candidate.get("criteria"), f"{where}.criteria")
             _require(criteria, _CRITERIA, f"{where}.criteria")
     return record

@@ -20,19 +20,19 @@ the RBAC rule, and 500 when the API server could not be asked.
 from __future__ import annotations
 
 import json
-import logging
 import ssl
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import structlog
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from kopf_scheduler.k8s.delegated_auth import ANONYMOUS, AccessDecision, UserInfo
 from kopf_scheduler.ports import ApiError
 
-logger = logging.getLogger("kopf_scheduler.service.health")
+logger = structlog.get_logger("kopf_scheduler.service.health")
 
 PROBE_PATHS = ("/healthz", "/readyz", "/livez")
 """Open without authentication by default, as kube-scheduler's always-allow paths."""
@@ -168,7 +168,7 @@ class HealthServer:
                     lines.append(f"[-]{check.name} failed: reason withheld\n")
                     failed.append(f"{check.name}: {problem}")
             if failed:
-                logger.warning("%s check failed: %s", name, "; ".join(failed))
+                logger.warning("health_check_failed", endpoint=name, failed="; ".join(failed))
                 return web.Response(status=500, text="".join(lines) + f"{name} check failed\n")
             if "verbose" in request.query:
                 return web.Response(text="".join(lines) + f"{name} check passed\n")
@@ -204,14 +204,14 @@ class HealthServer:
                 try:
                     user = await authenticator.authenticate(token)
                 except ApiError as error:
-                    logger.error("cannot review a token for %s: %s", path, error)
+                    logger.error("token_review_failed", path=path, reason=str(error))
                     return _unauthorized()
             if user is None:
                 return _unauthorized()
             try:
                 decision = await authenticator.authorize(user, verb, path)
             except ApiError as error:
-                logger.error("cannot review access to %s: %s", path, error)
+                logger.error("access_review_failed", path=path, reason=str(error))
                 return web.Response(
                     status=500, text=f"Internal Server Error: {json.dumps(path)}: {error}\n"
                 )

@@ -35,7 +35,6 @@ from kopf_scheduler.config.kubeconfig import check_kubeconfig
 from kopf_scheduler.config.loader import LoadedConfig, check_config_file, default_config
 from kopf_scheduler.config.types import SchedulerConfig
 from kopf_scheduler.gc_tuning import freeze_current_objects, tune_for_large_heap
-from kopf_scheduler.handlers.watching import apply_settings, register
 from kopf_scheduler.informer.handlers import EventHandlers
 from kopf_scheduler.informer.store import Store
 from kopf_scheduler.informer.workloads import WorkloadIndex
@@ -52,6 +51,7 @@ from kopf_scheduler.k8s.ratelimit import limiter_for
 from kopf_scheduler.k8s.reflector import Reflector
 from kopf_scheduler.k8s.status import ApiPodStatusWriter
 from kopf_scheduler.k8s.storage import ApiStorageWriter
+from kopf_scheduler.kopf_watches.watching import apply_settings, register
 from kopf_scheduler.logs import configure_logging
 from kopf_scheduler.ports import ApiError
 from kopf_scheduler.scheduler.loop import Scheduler

@@ -9,15 +9,15 @@ keeps nothing. Pods and nodes, the busy collections, are watched by ``k8s.reflec
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
 import kopf
+import structlog
 
 from kopf_scheduler.informer.handlers import ADDED, DELETED, MODIFIED, EventHandlers
 
-logger = logging.getLogger("kopf_scheduler.handlers")
+logger = structlog.get_logger("kopf_scheduler.kopf_watches")
 
 # Pods and nodes are not here: they are watched by k8s/reflector.py (see there why).
 WATCHED = (
@@ -81,7 +81,7 @@ def register(registry: kopf.OperatorRegistry, handlers: Callable[[], EventHandle
                 _forward(handlers(), _event_type(event.get("type")), raw)
             except Exception:
                 # A bug in one event must not stop the watch of every other object.
-                logger.exception("failed to handle a %s event", _plural)
+                logger.exception("event_handling_failed", kind=_plural)
 
         kopf.on.event(group, version, plural, registry=registry, id=f"forward-{plural}")(on_event)
 
