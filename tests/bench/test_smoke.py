@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench.e2e import audit_counts, ratios, wait_until_quiet, watch_figures
+from bench.e2e import audit_counts, ratios, scheduler_metrics, wait_until_quiet, watch_figures
 from bench.inprocess import run_inprocess
 from bench.scenarios import Arrivals, Group, Scenario, check
 
@@ -240,6 +240,39 @@ def test_render_produces_the_tables() -> None:
     text = report.render(results)
     assert text.startswith("## 2026-01-01 00:00 UTC — profile `smoke`")
     assert "| S1 | 20 nodes, init 20 default, measured 50 default |" in text
+
+
+STAGE_METRICS = """\
+kopf_scheduler_watch_delivery_lag_seconds_bucket{resource="pods",le="1.0"} 1
+kopf_scheduler_watch_delivery_lag_seconds_bucket{resource="pods",le="2.0"} 2
+kopf_scheduler_watch_delivery_lag_seconds_bucket{resource="pods",le="+Inf"} 2
+kopf_scheduler_watch_delivery_lag_seconds_count{resource="pods"} 2
+kopf_scheduler_watch_delivery_lag_seconds_sum{resource="pods"} 2.5
+kopf_scheduler_watch_delivery_lag_seconds_bucket{resource="nodes",le="1.0"} 0
+kopf_scheduler_watch_delivery_lag_seconds_bucket{resource="nodes",le="2.0"} 0
+kopf_scheduler_watch_delivery_lag_seconds_bucket{resource="nodes",le="+Inf"} 5
+kopf_scheduler_watch_delivery_lag_seconds_count{resource="nodes"} 5
+kopf_scheduler_watch_delivery_lag_seconds_sum{resource="nodes"} 50.0
+"""
+
+
+def test_the_stage_table_shows_the_pod_stages_each_scheduler_measures() -> None:
+    ours = scheduler_metrics(STAGE_METRICS)
+    upstream = scheduler_metrics("")
+    pair = {
+        "scenario": {"label": "S2"},
+        "runs": {
+            "kopf": {"throughput": {}, "scheduler_metrics": ours},
+            "upstream": {"throughput": {}, "scheduler_metrics": upstream},
+        },
+    }
+
+    header, _, kopf_row, upstream_row = report.stage_table([pair])[1:]
+
+    assert "created → seen on the watch p50 / p99 ms" in header
+    # Pods only (the nodes' series would put the p99 past 2 s), in milliseconds.
+    assert kopf_row.startswith("| S2 | kopf-scheduler | 1000.0 / 1980.0 |")
+    assert upstream_row == "| S2 | kube-scheduler |" + " – |" * len(report.STAGES)
 
 
 def _watched(role: str, kind: str, seen: float, **times: float) -> dict[str, Any]:
