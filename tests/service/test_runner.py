@@ -1,8 +1,14 @@
 """How the operator wires its API budget: bindings, events and the Lease each get a limiter;
-volume binding writes through the binding budget into what the watches fill."""
+volume binding writes through the binding budget into what the watches fill; and how it ends:
+a component that stops on its own stops the whole process, and shutdown runs once."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import pytest
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from kopf_scheduler.config.loader import default_config
@@ -84,5 +90,62 @@ async def test_the_api_client_reports_to_the_operators_metrics() -> None:
 
         assert operator.metrics is metrics
         assert operator.events._api.metrics is metrics  # the events' own budget, same sink
+    finally:
+        await api.close()
+
+
+async def _idle_forever() -> None:
+    await asyncio.Event().wait()
+
+
+async def _fail() -> None:
+    raise RuntimeError("watch broke")
+
+
+async def _return() -> None:
+    return None
+
+
+@pytest.mark.parametrize(
+    ("ending", "failed", "lost_lease"),
+    [
+        pytest.param(("pod-watch", _fail), True, False, id="a-component-fails"),
+        pytest.param(("leader-election", _return), False, True, id="the-lease-is-lost"),
+    ],
+)
+async def test_a_component_that_ends_on_its_own_stops_the_operator_with_an_error(
+    ending: tuple[str, Callable[[], Coroutine[Any, Any, None]]], failed: bool, lost_lease: bool
+) -> None:
+    api = Api(ApiClient(Configuration(host="http://127.0.0.1:9")))
+    try:
+        operator = Operator(default_config(), RunOptions(), api)
+        name, body = ending
+        idle = asyncio.create_task(_idle_forever(), name="node-watch")
+        operator._components = [idle, asyncio.create_task(body(), name=name)]
+
+        await asyncio.wait_for(operator._supervise(), 5)
+
+        assert operator.stop.is_set()  # kopf's stop flag: kopf stops and runs its cleanup
+        assert (operator._failed, operator._lost_lease) == (failed, lost_lease)
+        await operator.shutdown()
+        assert idle.cancelled()
+    finally:
+        await api.close()
+
+
+async def test_shutdown_stops_popping_and_the_watches_once() -> None:
+    api = Api(ApiClient(Configuration(host="http://127.0.0.1:9")))
+    try:
+        operator = Operator(default_config(), RunOptions(), api)
+        watch = asyncio.create_task(_idle_forever(), name="pod-watch")
+        operator._components = [watch]
+        operator.scheduler.active = True
+
+        await operator.shutdown()
+        await operator.shutdown()  # kopf's cleanup, then the operator's own exit path
+
+        assert watch.cancelled()
+        assert operator.stop.is_set()
+        assert not operator.scheduler.active
     finally:
         await api.close()

@@ -1,14 +1,17 @@
-"""``kopf-scheduler run``: the scheduler as a process in a cluster.
+"""``kopf-scheduler run``: the scheduler as a process in a cluster, hosted by kopf.
 
 Order of events: read and validate the configuration, the kubeconfig and the serving
 certificate (a bad file stops here, naming the field, exit 2); serve /healthz, /readyz and
-/metrics over HTTPS (metrics for authorized users only; a taken port stops here, exit 1);
-connect and LIST everything into the cache (storage objects and nodes, then pods, last),
-retrying with back-off while the API server cannot be reached or refuses, unready meanwhile
-(``service/startup.py``); start kopf's watches and the node and pod reflectors; campaign for the
-Lease (only the leader pops and binds; followers keep their caches warm); schedule until SIGTERM
-or SIGINT; then stop popping, let in-flight bindings finish (or be forgotten) for a bounded time,
-release the Lease, and exit.
+/metrics over HTTPS (metrics for authorized users only; a taken port stops here, exit 1); hand
+the process to kopf. kopf's startup activity connects and LISTs everything into the cache
+(storage objects and nodes, then pods, last), retrying with back-off while the API server cannot
+be reached or refuses, unready meanwhile (``service/startup.py``), then starts the node and pod
+reflectors, the Lease campaign (only the leader pops and binds; followers keep their caches
+warm) and the loop, before kopf starts its own watches. kopf owns SIGTERM and SIGINT: it stops
+its watches, then its cleanup activity stops popping, lets in-flight bindings finish (or be
+forgotten) for a bounded time while the pod reflector still confirms them, and releases the
+Lease. A component that ends on its own (a failure, a lost Lease) stops kopf the same way, and
+the process exits 1.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import signal
 import socket
 import ssl
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -195,6 +198,12 @@ class Operator:
             workload_selectors=self.workloads,
         )
         self.handlers = EventHandlers(self.scheduler, self.store, self.workloads)
+        self._synced = False
+        self._failed = False
+        self._lost_lease = False
+        self._components: list[asyncio.Task[Any]] = []
+        self._supervisor: asyncio.Task[None] | None = None
+        self._unfold_kopf_retries: Callable[[], None] = lambda: None
         self.sync = Synchronizer(_Lister(api), self.handlers, KOPF_COLLECTIONS)
         self.nodes = Reflector(api, NODES_PATH, self.handlers.on_node)
         self.pods = Reflector(api, PODS_PATH, self.handlers.on_pod)
@@ -271,17 +280,27 @@ class Operator:
         self.scheduler.active = False
 
     def _kopf_registry(self) -> kopf.OperatorRegistry:
+        """kopf hosts the process: its startup activity lists the cluster and starts the
+        scheduler, its cleanup activity stops it, and its signal handlers start the cleanup."""
         registry = kopf.OperatorRegistry()
         register(registry, lambda: self.handlers)
 
-        @kopf.on.login(registry=registry)
+        @kopf.on.login(registry=registry, id="credentials")
         async def login(**_: Any) -> kopf.ConnectionInfo:
             return await _connection_info(self.api)
 
-        @kopf.on.startup(registry=registry)
+        @kopf.on.startup(registry=registry, id="configure-kopf")
         async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
             apply_settings(settings)
             settings.networking.error_backoffs = EndlessBackoffs()
+
+        @kopf.on.startup(registry=registry, id="start-scheduling", errors=kopf.ErrorsMode.PERMANENT)
+        async def start(**_: Any) -> None:
+            await self._start_scheduling()
+
+        @kopf.on.cleanup(registry=registry, id="stop-scheduling", errors=kopf.ErrorsMode.PERMANENT)
+        async def stop(**_: Any) -> None:
+            await self.shutdown()
 
         return registry
 
@@ -314,15 +333,42 @@ class Operator:
         )
 
     async def run(self) -> int:
-        """Run until stopped; :class:`StartupError` when the health port cannot be served."""
+        """Run until stopped; :class:`StartupError` when the health port cannot be served.
+
+        The health port and the event sink start before kopf, so probes answer (unready) while
+        the cluster is listed; kopf then runs until a signal or :attr:`stop`, and everything
+        started before it is closed after it.
+        """
         await self._serve_health()
         await self.events.start()
-        if not await list_until_synced(self.api, self._list_all, self.stop):
-            logger.info("stopped_before_synced")
+        try:
+            await kopf.operator(
+                registry=self._kopf_registry(),
+                standalone=True,
+                clusterwide=True,
+                stop_flag=self.stop,
+            )
+        except Exception as error:  # kopf's own failure, or a startup or cleanup that raised
+            self._failed = True
+            logger.error("component_failed", component="kopf", exc_info=error.__cause__ or error)
+        finally:
+            # A signal during the startup activity cancels it; whatever it had started stops here.
+            await self.shutdown()
+            self._unfold_kopf_retries()
             await self.events.stop()
             await self.health.stop()
             await self.api.close()
-            return 0
+        if not self._synced:
+            logger.info("stopped_before_synced")
+            return EXIT_RUNTIME if self._failed else 0
+        logger.info("stopped")
+        return EXIT_RUNTIME if self._failed or self._lost_lease else 0
+
+    async def _start_scheduling(self) -> None:
+        """List everything into the cache, then start the watches, the Lease and the loop."""
+        if not await list_until_synced(self.api, self._list_all, self.stop):
+            return
+        self._synced = True
         if self.options.tune_gc:
             freeze_current_objects()
         logger.info(
@@ -333,73 +379,50 @@ class Operator:
         )
         # From here on an outage is told once when it starts and once when it ends.
         self.api.outage.arm()
-        unfold_kopf_retries = fold_kopf_retries(self.api.outage)
-        try:
-            return await self._operate()
-        finally:
-            unfold_kopf_retries()
-
-    async def _operate(self) -> int:
-        """Watch, elect and schedule until stopped; the exit code."""
-        kopf_stop = asyncio.Event()
-        kopf_ready = asyncio.Event()
-        tasks = [
-            asyncio.create_task(
-                kopf.operator(
-                    registry=self._kopf_registry(),
-                    standalone=True,
-                    clusterwide=True,
-                    stop_flag=kopf_stop,
-                    ready_flag=kopf_ready,
-                ),
-                name="kopf",
-            ),
+        self._unfold_kopf_retries = fold_kopf_retries(self.api.outage)
+        self._components = [
             asyncio.create_task(self.nodes.run(), name="node-watch"),
             asyncio.create_task(self.pods.run(), name="pod-watch"),
             asyncio.create_task(self.scheduler.run(self.stop), name="scheduler"),
             asyncio.create_task(self._resync_periodically(), name="resync"),
         ]
         if self.elector is not None:
-            tasks.append(asyncio.create_task(self.elector.run(self.stop), name="leader-election"))
+            self._components.append(
+                asyncio.create_task(self.elector.run(self.stop), name="leader-election")
+            )
         else:
             logger.info("leader_election_disabled")
+        self._supervisor = asyncio.create_task(self._supervise(), name="supervisor")
         logger.info("ready", profiles=list(self.scheduler.profiles))
-        signals = asyncio.create_task(self._claim_signals(kopf_ready), name="signals")
+
+    async def _supervise(self) -> None:
+        """Stop the process when a component ends on its own: a failure, or a lost Lease."""
         stop_waiter = asyncio.create_task(self.stop.wait())
-        done, _ = await asyncio.wait([stop_waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
-        signals.cancel()
+        try:
+            done, _ = await asyncio.wait(
+                [stop_waiter, *self._components], return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            stop_waiter.cancel()
         failed = [t for t in done if t is not stop_waiter and not t.cancelled() and t.exception()]
         for task in failed:
             logger.error("component_failed", component=task.get_name(), exc_info=task.exception())
         # Like kube-scheduler, a replica that loses its Lease while running exits with an error,
         # so that it restarts with fresh state instead of carrying assumptions of its old term.
-        lost_lease = not self.stop.is_set() and any(
+        self._lost_lease = not self.stop.is_set() and any(
             t.get_name() == "leader-election" for t in done if t not in failed
         )
-        if lost_lease:
+        if self._lost_lease:
             logger.error("leader_election_lost", lease=self.config.leader_election.resource_name)
-        await self.shutdown(tasks, kopf_stop)
-        return 1 if failed or lost_lease else 0
+        self._failed = self._failed or bool(failed)
+        self.stop.set()
 
-    async def _claim_signals(self, kopf_ready: asyncio.Event) -> None:
-        """Route SIGTERM and SIGINT to :attr:`stop` once kopf has started.
-
-        kopf installs its own handlers for both signals when it starts, replacing the ones
-        :func:`run` set. A signal would then stop kopf's watches first and let kopf cancel, after
-        five seconds, every task created after it started (bindings and preemptions in flight),
-        while the scheduler kept binding from a cache that no longer hears from the API server.
-        With the handlers back, a signal runs :meth:`shutdown` in its documented order: stop
-        popping, finish in-flight work while the watches still confirm it, then stop kopf.
-        """
-        await kopf_ready.wait()
-        # kopf installs its handlers in the same step in which it may raise the ready flag;
-        # yielding once more makes sure they are in place before they are replaced.
-        await asyncio.sleep(0)
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, self.stop.set)
-
-    async def shutdown(self, tasks: list[asyncio.Task[Any]], kopf_stop: asyncio.Event) -> None:
+    async def shutdown(self) -> None:
+        """Stop popping, let unfinished bindings end while the pod watch still confirms them,
+        then stop the watches and release the Lease; a second call does nothing."""
+        components, self._components = self._components, []
+        if not components:
+            return
         logger.info("shutting_down")
         self.scheduler.active = False
         self.stop.set()
@@ -418,16 +441,15 @@ class Operator:
                 logger.info("binding_unconfirmed", pod=pod.key, node=pod.node_name)
             else:
                 logger.warning("binding_abandoned", pod=pod.key, node=pod.node_name)
-        kopf_stop.set()
-        for task in tasks:
+        for task in components:
             if task.get_name() in ("resync", "node-watch", "pod-watch"):
                 task.cancel()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), SHUTDOWN_GRACE)
-        await self.events.stop()
-        await self.health.stop()
-        await self.api.close()
-        logger.info("stopped")
+            await asyncio.wait_for(
+                asyncio.gather(*components, return_exceptions=True), SHUTDOWN_GRACE
+            )
+        if self._supervisor is not None:
+            await self._supervisor
 
 
 async def run(options: RunOptions) -> int:
@@ -467,6 +489,7 @@ async def run(options: RunOptions) -> int:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_CONFIG
     operator = Operator(config, options, api, metrics=metrics, ssl_context=ssl_context)
+    # Until kopf installs its own handlers, a signal stops the operator before kopf starts.
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, operator.stop.set)
