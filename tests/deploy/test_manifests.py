@@ -17,7 +17,7 @@ import yaml
 
 from kopf_scheduler.config.loader import parse_config
 from kopf_scheduler.config.types import SchedulerConfig
-from kopf_scheduler.kopf_watches.watching import WATCHED
+from kopf_scheduler.informer.watched_kinds import WATCHED_KINDS
 from tests.deploy.manifest_files import (
     BASE,
     CLUSTER_SCOPED_KINDS,
@@ -261,10 +261,9 @@ def test_cluster_role_grants_exactly_what_the_scheduler_uses() -> None:
 
 def test_every_watched_collection_may_be_listed_and_watched() -> None:
     rules = set(iter_rules(one(base_objects(), "ClusterRole")))
-    reflected = (("", "v1", "pods"), ("", "v1", "nodes"))
-    for group, _, plural in (*WATCHED, *reflected):
-        assert (group, plural, "list", ()) in rules, plural
-        assert (group, plural, "watch", ()) in rules, plural
+    for watched in WATCHED_KINDS:
+        assert (watched.group, watched.plural, "list", ()) in rules, watched.plural
+        assert (watched.group, watched.plural, "watch", ()) in rules, watched.plural
 
 
 def test_no_wildcards_and_no_non_resource_urls_in_any_role() -> None:

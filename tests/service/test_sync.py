@@ -7,7 +7,8 @@ import pytest
 from kopf_scheduler.config.loader import default_config
 from kopf_scheduler.informer.handlers import EventHandlers
 from kopf_scheduler.informer.store import Store
-from kopf_scheduler.service.sync import COLLECTIONS, Synchronizer
+from kopf_scheduler.informer.watched_kinds import WATCHED_KINDS
+from kopf_scheduler.service.sync import Synchronizer
 from kopf_scheduler.sim.runner import Simulation
 from tests.builders import make_node, make_pod
 from tests.storage_builders import (
@@ -112,7 +113,7 @@ async def test_storage_is_listed_before_pods_so_a_pods_claims_are_known() -> Non
     lister.items["/api/v1/pods"] = [make_pod("web").claim("data").scheduler("kopf-scheduler").obj()]
     await Synchronizer(lister, handlers).list_all()
 
-    assert set(storage_paths) <= {path for _, path in COLLECTIONS}
+    assert set(storage_paths) <= {watched.path for watched in WATCHED_KINDS}
     assert lister.claims_seen == [["default/data"]]
     storage = store.storage
     assert list(storage.classes) == ["fast"]

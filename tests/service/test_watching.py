@@ -2,26 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import kopf
 import pytest
 
-from kopf_scheduler.kopf_watches.watching import WATCHED, NoDiffBase, apply_settings, register
+from kopf_scheduler.informer.watched_kinds import Watcher, watched_by
+from kopf_scheduler.kopf_watches.watching import NoDiffBase, apply_settings, register
 
 
 class Recorder:
+    """Stands in for the scheduler's event handlers: records what each kind's route received."""
+
     def __init__(self) -> None:
         self.calls: list[tuple[str, str, str]] = []
 
-    def on_pdb(self, event_type: str, raw: dict[str, Any]) -> None:
-        self.calls.append(("pdb", event_type, raw["metadata"]["name"]))
-
-    def on_namespace(self, event_type: str, raw: dict[str, Any]) -> None:
-        self.calls.append(("namespace", event_type, raw["metadata"]["name"]))
-
-    def on_storage(self, kind: str, event_type: str, raw: dict[str, Any]) -> None:
-        self.calls.append((kind, event_type, raw["metadata"]["name"]))
+    def route(self, kind: str) -> Callable[[str, dict[str, Any]], None]:
+        return lambda event_type, raw: self.calls.append(
+            (kind, event_type, raw["metadata"]["name"])
+        )
 
 
 def test_settings_keep_no_diff_base_and_post_nothing() -> None:
@@ -43,7 +43,7 @@ async def test_every_watched_kind_has_one_event_handler_that_forwards() -> None:
     register(registry, lambda: recorder)  # type: ignore[arg-type,return-value]
 
     handlers = registry._watching.get_all_handlers()
-    assert len(handlers) == len(WATCHED)
+    assert len(handlers) == len(watched_by(Watcher.KOPF))
     by_id = {handler.id: handler for handler in handlers}
     pdb_handler = by_id["forward-poddisruptionbudgets"]
     namespace_handler = by_id["forward-namespaces"]
@@ -54,9 +54,9 @@ async def test_every_watched_kind_has_one_event_handler_that_forwards() -> None:
     await pdb_handler.fn(event={"type": "ADDED", "object": None})
 
     assert recorder.calls == [
-        ("pdb", "ADDED", "a"),
-        ("pdb", "MODIFIED", "a"),
-        ("namespace", "DELETED", "n"),
+        ("PodDisruptionBudget", "ADDED", "a"),
+        ("PodDisruptionBudget", "MODIFIED", "a"),
+        ("Namespace", "DELETED", "n"),
     ]
     assert "forward-pods" not in by_id  # pods and nodes come through k8s.reflector
     assert "forward-nodes" not in by_id

@@ -246,6 +246,23 @@ class EventHandlers:
         self.store = store
         self.workloads = workloads
 
+    def route(self, kind: str) -> Callable[[str, Mapping[str, Any]], None]:
+        """The handler of a kind of :data:`~kopf_scheduler.informer.watched_kinds.WATCHED_KINDS`:
+        every watcher and the listings deliver ``(event_type, raw)`` through it."""
+        if kind in ("ReplicationController", "ReplicaSet", "StatefulSet"):
+            return lambda event_type, raw: self.on_controller(kind, event_type, raw)
+        if kind in STORAGE_KINDS:
+            return lambda event_type, raw: self.on_storage(kind, event_type, raw)
+        handler: Callable[[str, Mapping[str, Any]], None] = {
+            "PriorityClass": self.on_priority_class,
+            "Namespace": self.on_namespace,
+            "Node": self.on_node,
+            "PodDisruptionBudget": self.on_pdb,
+            "Service": self.on_service,
+            "Pod": self.on_pod,
+        }[kind]
+        return handler
+
     # Nodes -------------------------------------------------------------------------------------
 
     def on_node(self, event_type: str, raw: Mapping[str, Any]) -> None:

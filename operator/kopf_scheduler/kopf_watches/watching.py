@@ -4,7 +4,8 @@ Only ``@kopf.on.event`` handlers are registered: the scheduler keeps its own sta
 the queue), so none of kopf's change detection is used. kopf still computes a "diff base" (a deep
 copy of every object, minus ignored fields) for each event unless told not to; it was the largest
 single cost of kopf's event handling in profiles, so the settings below swap in a storage that
-keeps nothing. Pods and nodes, the busy collections, are watched by ``k8s.reflector`` instead.
+keeps nothing. Which kinds kopf watches is ``informer/watched_kinds.py``'s table; pods and
+nodes, the busy collections, are watched by ``k8s.reflector`` instead.
 """
 
 from __future__ import annotations
@@ -16,26 +17,9 @@ import kopf
 import structlog
 
 from kopf_scheduler.informer.handlers import ADDED, DELETED, MODIFIED, EventHandlers
+from kopf_scheduler.informer.watched_kinds import Watcher, watched_by
 
 logger = structlog.get_logger("kopf_scheduler.kopf_watches")
-
-# Pods and nodes are not here: they are watched by k8s/reflector.py (see there why).
-WATCHED = (
-    ("", "v1", "namespaces"),
-    ("policy", "v1", "poddisruptionbudgets"),
-    ("scheduling.k8s.io", "v1", "priorityclasses"),
-    ("", "v1", "services"),
-    ("", "v1", "replicationcontrollers"),
-    ("apps", "v1", "replicasets"),
-    ("apps", "v1", "statefulsets"),
-    ("", "v1", "persistentvolumeclaims"),
-    ("", "v1", "persistentvolumes"),
-    ("storage.k8s.io", "v1", "storageclasses"),
-    ("storage.k8s.io", "v1", "csinodes"),
-    ("storage.k8s.io", "v1", "csidrivers"),
-    ("storage.k8s.io", "v1", "csistoragecapacities"),
-    ("storage.k8s.io", "v1", "volumeattachments"),
-)
 
 
 def _event_type(raw_type: Any) -> str:
@@ -46,44 +30,26 @@ def _event_type(raw_type: Any) -> str:
 
 
 def register(registry: kopf.OperatorRegistry, handlers: Callable[[], EventHandlers]) -> None:
-    """Register a watch per kind in ``WATCHED``; ``handlers()`` returns the live handlers."""
+    """Register a watch per kind kopf keeps current; ``handlers()`` returns the live handlers."""
+    for watched in watched_by(Watcher.KOPF):
 
-    def route(kind: str) -> Callable[[EventHandlers, str, Any], None]:
-        return {
-            "namespaces": lambda h, t, o: h.on_namespace(t, o),
-            "poddisruptionbudgets": lambda h, t, o: h.on_pdb(t, o),
-            "priorityclasses": lambda h, t, o: h.on_priority_class(t, o),
-            "services": lambda h, t, o: h.on_service(t, o),
-            "replicationcontrollers": lambda h, t, o: h.on_controller(
-                "ReplicationController", t, o
-            ),
-            "replicasets": lambda h, t, o: h.on_controller("ReplicaSet", t, o),
-            "statefulsets": lambda h, t, o: h.on_controller("StatefulSet", t, o),
-            "persistentvolumeclaims": lambda h, t, o: h.on_storage("PersistentVolumeClaim", t, o),
-            "persistentvolumes": lambda h, t, o: h.on_storage("PersistentVolume", t, o),
-            "storageclasses": lambda h, t, o: h.on_storage("StorageClass", t, o),
-            "csinodes": lambda h, t, o: h.on_storage("CSINode", t, o),
-            "csidrivers": lambda h, t, o: h.on_storage("CSIDriver", t, o),
-            "csistoragecapacities": lambda h, t, o: h.on_storage("CSIStorageCapacity", t, o),
-            "volumeattachments": lambda h, t, o: h.on_storage("VolumeAttachment", t, o),
-        }[kind]
-
-    for group, version, plural in WATCHED:
-        forward = route(plural)
-
-        async def on_event(
-            event: Any, _forward: Any = forward, _plural: str = plural, **_: Any
-        ) -> None:
+        async def on_event(event: Any, _kind: str = watched.kind, **_: Any) -> None:
             raw = event.get("object")
             if not isinstance(raw, dict):
                 return
             try:
-                _forward(handlers(), _event_type(event.get("type")), raw)
+                handlers().route(_kind)(_event_type(event.get("type")), raw)
             except Exception:
                 # A bug in one event must not stop the watch of every other object.
-                logger.exception("event_handling_failed", kind=_plural)
+                logger.exception("event_handling_failed", kind=_kind)
 
-        kopf.on.event(group, version, plural, registry=registry, id=f"forward-{plural}")(on_event)
+        kopf.on.event(
+            watched.group,
+            watched.version,
+            watched.plural,
+            registry=registry,
+            id=f"forward-{watched.plural}",
+        )(on_event)
 
 
 class NoDiffBase(kopf.DiffBaseStorage):

@@ -40,6 +40,7 @@ from kopf_scheduler.config.types import SchedulerConfig
 from kopf_scheduler.gc_tuning import freeze_current_objects, tune_for_large_heap
 from kopf_scheduler.informer.handlers import EventHandlers
 from kopf_scheduler.informer.store import Store
+from kopf_scheduler.informer.watched_kinds import Watcher, watched_by
 from kopf_scheduler.informer.workloads import WorkloadIndex
 from kopf_scheduler.k8s.binder import ApiBinder
 from kopf_scheduler.k8s.client import Api, make_api
@@ -70,7 +71,7 @@ from kopf_scheduler.service.health import (
 from kopf_scheduler.service.kopf_logs import fold_kopf_retries
 from kopf_scheduler.service.serving_cert import ServingCertError, server_ssl_context
 from kopf_scheduler.service.startup import EndlessBackoffs, StartupError, list_until_synced
-from kopf_scheduler.service.sync import COLLECTIONS, Synchronizer
+from kopf_scheduler.service.sync import Synchronizer
 
 logger = structlog.get_logger("kopf_scheduler.service")
 
@@ -84,12 +85,6 @@ LEADER_ELECTION_HEALTH_TIMEOUT = 20.0
 LOOP_STALL_LIMIT = 300.0
 """How long one step of the scheduling loop may take before /healthz fails: longer than a status
 patch with all its retries against a slow API server."""
-PODS_PATH = "/api/v1/pods"
-NODES_PATH = "/api/v1/nodes"
-REFLECTED_KINDS = ("Node", "Pod")
-KOPF_COLLECTIONS = tuple((kind, path) for kind, path in COLLECTIONS if kind not in REFLECTED_KINDS)
-"""What kopf watches and the periodic resync re-lists; nodes and pods have reflectors of their
-own, whose relists after 410 Gone deliver the deletions a resync would find."""
 
 
 @dataclass
@@ -109,6 +104,11 @@ class RunOptions:
     """The serving certificate and key; a self-signed pair is made when neither is given."""
     always_allow_paths: tuple[str, ...] = PROBE_PATHS
     """Paths served without authentication; add ``/metrics`` to serve it to anyone."""
+
+
+def _watch_task(kind: str) -> str:
+    """The name of the task running ``kind``'s reflector: ``pod-watch``, ``node-watch``."""
+    return f"{kind.lower()}-watch"
 
 
 class _Lister:
@@ -204,9 +204,13 @@ class Operator:
         self._components: list[asyncio.Task[Any]] = []
         self._supervisor: asyncio.Task[None] | None = None
         self._unfold_kopf_retries: Callable[[], None] = lambda: None
-        self.sync = Synchronizer(_Lister(api), self.handlers, KOPF_COLLECTIONS)
-        self.nodes = Reflector(api, NODES_PATH, self.handlers.on_node)
-        self.pods = Reflector(api, PODS_PATH, self.handlers.on_pod)
+        # The periodic resync re-lists what kopf watches; the reflectors' own relists after
+        # 410 Gone deliver the deletions a resync would find for theirs.
+        self.sync = Synchronizer(_Lister(api), self.handlers, watched_by(Watcher.KOPF))
+        self.reflectors = {
+            watched.kind: Reflector(api, watched.path, self.handlers.route(watched.kind))
+            for watched in watched_by(Watcher.REFLECTOR)
+        }
         election = config.leader_election
         self.elector: LeaderElector | None = None
         if election.leader_elect:
@@ -228,7 +232,7 @@ class Operator:
             host=options.health_host,
             port=options.health_port,
             registry=self.metrics.registry,
-            is_synced=lambda: self.sync.synced and self.nodes.synced and self.pods.synced,
+            is_synced=lambda: self.sync.synced and all(r.synced for r in self.reflectors.values()),
             is_leader=self.is_leader,
             checks=self._health_checks(),
             ssl_context=ssl_context,
@@ -314,8 +318,8 @@ class Operator:
 
     async def _list_all(self) -> None:
         await self.sync.list_all()
-        await self.nodes.list()
-        await self.pods.list()
+        for reflector in self.reflectors.values():  # nodes, then pods
+            await reflector.list()
 
     async def _serve_health(self) -> None:
         try:
@@ -381,8 +385,10 @@ class Operator:
         self.api.outage.arm()
         self._unfold_kopf_retries = fold_kopf_retries(self.api.outage)
         self._components = [
-            asyncio.create_task(self.nodes.run(), name="node-watch"),
-            asyncio.create_task(self.pods.run(), name="pod-watch"),
+            *(
+                asyncio.create_task(reflector.run(), name=_watch_task(kind))
+                for kind, reflector in self.reflectors.items()
+            ),
             asyncio.create_task(self.scheduler.run(self.stop), name="scheduler"),
             asyncio.create_task(self._resync_periodically(), name="resync"),
         ]
@@ -442,7 +448,7 @@ class Operator:
             else:
                 logger.warning("binding_abandoned", pod=pod.key, node=pod.node_name)
         for task in components:
-            if task.get_name() in ("resync", "node-watch", "pod-watch"):
+            if task.get_name() == "resync" or task.get_name() in map(_watch_task, self.reflectors):
                 task.cancel()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(

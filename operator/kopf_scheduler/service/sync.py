@@ -9,33 +9,15 @@ longer has are fed in as deletions, so nothing stays counted twice or forever.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 import structlog
 
 from kopf_scheduler.informer.handlers import ADDED, DELETED, STORAGE_KINDS, EventHandlers
+from kopf_scheduler.informer.watched_kinds import WATCHED_KINDS, WatchedKind
 
 logger = structlog.get_logger("kopf_scheduler.sync")
-
-COLLECTIONS: tuple[tuple[str, str], ...] = (
-    ("PriorityClass", "/apis/scheduling.k8s.io/v1/priorityclasses"),
-    ("Namespace", "/api/v1/namespaces"),
-    ("Node", "/api/v1/nodes"),
-    ("PodDisruptionBudget", "/apis/policy/v1/poddisruptionbudgets"),
-    ("Service", "/api/v1/services"),
-    ("ReplicationController", "/api/v1/replicationcontrollers"),
-    ("ReplicaSet", "/apis/apps/v1/replicasets"),
-    ("StatefulSet", "/apis/apps/v1/statefulsets"),
-    ("StorageClass", "/apis/storage.k8s.io/v1/storageclasses"),
-    ("CSIDriver", "/apis/storage.k8s.io/v1/csidrivers"),
-    ("CSINode", "/apis/storage.k8s.io/v1/csinodes"),
-    ("CSIStorageCapacity", "/apis/storage.k8s.io/v1/csistoragecapacities"),
-    ("PersistentVolume", "/api/v1/persistentvolumes"),
-    ("PersistentVolumeClaim", "/api/v1/persistentvolumeclaims"),
-    ("VolumeAttachment", "/apis/storage.k8s.io/v1/volumeattachments"),
-    ("Pod", "/api/v1/pods"),
-)
 
 
 class Lister(Protocol):
@@ -49,41 +31,27 @@ def _key(raw: Mapping[str, Any]) -> str:
     return f"{namespace}/{name}" if namespace else name
 
 
-def _route(handlers: EventHandlers, kind: str) -> Callable[[str, Mapping[str, Any]], None]:
-    if kind in ("ReplicationController", "ReplicaSet", "StatefulSet"):
-        return lambda event_type, raw: handlers.on_controller(kind, event_type, raw)
-    if kind in STORAGE_KINDS:
-        return lambda event_type, raw: handlers.on_storage(kind, event_type, raw)
-    return {
-        "PriorityClass": handlers.on_priority_class,
-        "Namespace": handlers.on_namespace,
-        "Node": handlers.on_node,
-        "PodDisruptionBudget": handlers.on_pdb,
-        "Service": handlers.on_service,
-        "Pod": handlers.on_pod,
-    }[kind]
-
-
 class Synchronizer:
-    """Lists ``collections`` (kind, path) in order; by default every collection the cache needs."""
+    """Lists ``kinds`` in order; by default every kind the cache needs."""
 
     def __init__(
         self,
         lister: Lister,
         handlers: EventHandlers,
-        collections: tuple[tuple[str, str], ...] = COLLECTIONS,
+        kinds: tuple[WatchedKind, ...] = WATCHED_KINDS,
     ) -> None:
         self._lister = lister
         self._handlers = handlers
-        self._collections = collections
-        self._seen: dict[str, dict[str, Mapping[str, Any]]] = {kind: {} for kind, _ in collections}
+        self._kinds = kinds
+        self._seen: dict[str, dict[str, Mapping[str, Any]]] = {k.kind: {} for k in kinds}
         self.synced = False
 
     async def list_all(self) -> None:
         """LIST every collection in dependency order and feed it in; then mark the cache synced."""
-        for kind, path in self._collections:
-            items = await self._lister.list_items(path)
-            route = _route(self._handlers, kind)
+        for watched in self._kinds:
+            kind = watched.kind
+            items = await self._lister.list_items(watched.path)
+            route = self._handlers.route(kind)
             fresh: dict[str, Mapping[str, Any]] = {}
             for raw in items:
                 fresh[_key(raw)] = raw

@@ -15,22 +15,13 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from kopf_scheduler.informer.handlers import STORAGE_KINDS
+from kopf_scheduler.informer.watched_kinds import WATCHED_KINDS
 from kopf_scheduler.k8s.client import Api
 from kopf_scheduler.ports import ApiError
 from kopf_scheduler.sim.scenario import Scenario, load_scenario
 
 _DROPPED_METADATA = ("managedFields", "resourceVersion", "generation", "selfLink")
-
-STORAGE_COLLECTIONS: tuple[tuple[str, str, str], ...] = (
-    ("StorageClass", "storage.k8s.io/v1", "/apis/storage.k8s.io/v1/storageclasses"),
-    ("CSIDriver", "storage.k8s.io/v1", "/apis/storage.k8s.io/v1/csidrivers"),
-    ("CSINode", "storage.k8s.io/v1", "/apis/storage.k8s.io/v1/csinodes"),
-    ("CSIStorageCapacity", "storage.k8s.io/v1", "/apis/storage.k8s.io/v1/csistoragecapacities"),
-    ("PersistentVolumeClaim", "v1", "/api/v1/persistentvolumeclaims"),
-    ("PersistentVolume", "v1", "/api/v1/persistentvolumes"),
-    ("VolumeAttachment", "storage.k8s.io/v1", "/apis/storage.k8s.io/v1/volumeattachments"),
-)
-"""Kind, apiVersion and collection path of every storage kind the volume plugins read."""
 
 
 def _clean(raw: dict[str, Any], kind: str, api_version: str) -> dict[str, Any]:
@@ -75,9 +66,10 @@ async def cluster_scenario(api: Api, added: Iterable[str | Path]) -> tuple[Scena
         scenario.priority_classes.append(_clean(raw, "PriorityClass", "scheduling.k8s.io/v1"))
     for raw in await _list(api, "/api/v1/nodes"):
         scenario.nodes.append(_clean(raw, "Node", "v1"))
-    for kind, api_version, path in STORAGE_COLLECTIONS:
-        for raw in await _list(api, path):
-            scenario.storage.append(_clean(raw, kind, api_version))
+    for watched in WATCHED_KINDS:
+        if watched.kind in STORAGE_KINDS:
+            for raw in await _list(api, watched.path):
+                scenario.storage.append(_clean(raw, watched.kind, watched.api_version))
     for raw in await _list(api, "/apis/policy/v1/poddisruptionbudgets"):
         pdb = _clean(raw, "PodDisruptionBudget", "policy/v1")
         pdb.setdefault("status", {}).setdefault("disruptionsAllowed", 0)
