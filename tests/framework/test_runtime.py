@@ -309,7 +309,7 @@ def test_in_a_sampled_cycle_every_plugin_call_is_timed_with_its_status() -> None
 
     fwk.run_filter_plugins(state, pod, node_info(make_node("n1")))
     fwk.run_filter_plugins(state, pod, node_info(make_node("n2")))
-    fwk._run_score(state, pod, [node_info(make_node("n1"))])
+    fwk.run_score(state, pod, [node_info(make_node("n1"))])
 
     timed = [(labels, value) for name, value, labels in metrics.observed if name == PLUGIN_METRIC]
     assert timed == [

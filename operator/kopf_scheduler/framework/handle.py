@@ -10,16 +10,16 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from kopf_scheduler.cache.snapshot import Snapshot
 from kopf_scheduler.cache.storage import StorageCache
+from kopf_scheduler.framework.pod_nominator import NoNominations, PodNominator
 from kopf_scheduler.model.pdb import PodDisruptionBudget
 from kopf_scheduler.ports import Metrics, NullMetrics
 
 if TYPE_CHECKING:
     from kopf_scheduler.framework.runtime import Framework
-    from kopf_scheduler.framework.types import NominatingInfo
     from kopf_scheduler.model.pod import Pod
     from kopf_scheduler.ports import (
         Binder,
@@ -28,25 +28,6 @@ if TYPE_CHECKING:
         PodStatusWriter,
         StorageWriter,
     )
-
-
-class PodNominator(Protocol):
-    def nominated_pods_for_node(self, node_name: str) -> list[Pod]: ...
-
-    def add_nominated_pod(self, pod: Pod, info: NominatingInfo | None) -> None: ...
-
-    def delete_nominated_pod_if_exists(self, pod: Pod) -> None: ...
-
-
-class _NoNominations:
-    def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
-        return []
-
-    def add_nominated_pod(self, pod: Pod, info: NominatingInfo | None) -> None:
-        return None
-
-    def delete_nominated_pod_if_exists(self, pod: Pod) -> None:
-        return None
 
 
 class Handle:
@@ -64,7 +45,7 @@ class Handle:
         scheduler_name: str = "",
     ) -> None:
         self.snapshot: Snapshot = snapshot if snapshot is not None else Snapshot()
-        self.nominator: PodNominator = nominator if nominator is not None else _NoNominations()
+        self.nominator: PodNominator = nominator if nominator is not None else NoNominations()
         self.now: Callable[[], float] = now if now is not None else (lambda: 0.0)
         self.sleep: Callable[[float], Coroutine[Any, Any, None]] = (
             sleep if sleep is not None else asyncio.sleep

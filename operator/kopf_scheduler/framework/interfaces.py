@@ -3,16 +3,26 @@
 Signatures follow upstream's framework with Python idioms: statuses are :class:`Status` objects
 (:data:`SUCCESS` for success), scoring returns ``(score, status)``, and only the binding-cycle
 points that talk to the API (PreBind, Bind) are coroutines.
+
+Filter and Score plugins may also offer a batch form (:class:`BatchFilterPlugin`,
+:class:`BatchScorePlugin`): the same verdicts and scores for every node at once, computed over
+the node columns of :mod:`kopf_scheduler.framework.node_columns`. The per-node ``filter`` and
+``score`` stay the reference; the scheduler uses the batch forms only when every plugin that
+runs in an attempt has one, and must then reach the same decision.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from kopf_scheduler.cache.node_info import NodeInfo
     from kopf_scheduler.framework.cycle_state import CycleState
     from kopf_scheduler.framework.events import ClusterEventWithHint
+    from kopf_scheduler.framework.node_columns.columns import NodeColumns
+    from kopf_scheduler.framework.node_columns.free_capacity import FreeColumns
+    from kopf_scheduler.framework.node_columns.mirror import BoolArray, IntArray
     from kopf_scheduler.framework.status import Status
     from kopf_scheduler.framework.types import (
         NodeToStatus,
@@ -104,6 +114,66 @@ class ScorePlugin(Plugin, Protocol):
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]: ...
 
     def score_extensions(self) -> ScoreExtensions | None: ...
+
+
+MAX_REJECTION_REASONS = 32
+"""Batch Filters number their distinct rejections below this."""
+
+
+class NodeRejections(NamedTuple):
+    """The nodes a batch Filter rejects, by position in the node columns."""
+
+    fails: BoolArray
+    reasons: Callable[[IntArray], IntArray] | None = None
+    """For rejected positions, which of the plugin's rejections applies to each (a number
+    below :data:`MAX_REJECTION_REASONS`); nodes with equal numbers get equal statuses from the
+    per-node ``filter``. ``None`` when the plugin rejects in one way only."""
+
+
+class BatchFilter(Protocol):
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, nodes: NodeColumns, free: FreeColumns
+    ) -> NodeRejections | None:
+        """What ``filter`` rejects among all nodes, after PreFilter ran; ``None`` when it
+        rejects none. ``free`` is each node's free capacity with the nominated pods that count
+        against ``pod``. Raises :class:`~kopf_scheduler.framework.node_columns.fallback.Fallback`
+        when the attempt is outside what the arithmetic models."""
+
+
+@runtime_checkable
+class BatchResourceFit(BatchFilter, Protocol):
+    """A batch Filter whose verdict depends on a node's pods only through the amounts they
+    request and their number (which lets preemption dry runs do that arithmetic directly)."""
+
+    def shortfall_check(
+        self, state: CycleState, free: FreeColumns
+    ) -> Callable[[NodeInfo, int, int, int, int], int]:
+        """For the attempt's pod: given a node and the cpu, memory, ephemeral storage and pod
+        count its pods (and the nominated pods counted in ``free``) would request, 0 when the
+        pod fits, else a number naming what falls short (equal numbers, equal rejection
+        statuses). Raises ``Fallback`` like ``filter_nodes``."""
+
+
+@runtime_checkable
+class BatchFilterPlugin(FilterPlugin, Protocol):
+    def batch_filter(self) -> BatchFilter | None:
+        """The plugin's Filter over all nodes at once, or ``None`` when its configuration has
+        none."""
+
+
+class BatchScore(Protocol):
+    def score_nodes(
+        self, state: CycleState, pod: Pod, nodes: NodeColumns, positions: IntArray
+    ) -> IntArray:
+        """``score`` then NormalizeScore for the nodes at ``positions``, after PreScore ran.
+        Raises ``Fallback`` when the attempt is outside what the arithmetic models."""
+
+
+@runtime_checkable
+class BatchScorePlugin(ScorePlugin, Protocol):
+    def batch_score(self) -> BatchScore | None:
+        """The plugin's Score over many nodes at once, or ``None`` when its configuration has
+        none."""
 
 
 @runtime_checkable

@@ -6,26 +6,36 @@ non-rejection failure becomes an Error naming the plugin; scores are normalised 
 to lie in [0, 100], then weighted and summed. Nominated pods of equal or higher priority are
 counted on a node during filtering, and the node must pass with and without them.
 
-Every run of an extension point is timed (``scheduler_framework_extension_point_duration_seconds``);
-each plugin call is timed too (``scheduler_plugin_execution_duration_seconds``), but only in the
-cycles whose state asks for it (``CycleState.record_plugin_metrics``, set for a sample of cycles),
-because per-node Filter and Score calls are many.
+Every run of an extension point is timed through :func:`_timed`
+(``scheduler_framework_extension_point_duration_seconds``); each plugin call is timed too
+(``scheduler_plugin_execution_duration_seconds``), but only in the cycles whose state asks for
+it (``CycleState.record_plugin_metrics``, set for a sample of cycles), because per-node Filter
+and Score calls are many.
+
+The runtime reads its profile's :class:`~kopf_scheduler.framework.handle.Handle` through
+:class:`ProfileHandle`, so that the handle may name the framework without the two modules
+importing each other.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Sequence
+import functools
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from kopf_scheduler.cache.node_info import NodeInfo
+from kopf_scheduler.cache.snapshot import Snapshot
 from kopf_scheduler.framework.cycle_state import CycleState
 from kopf_scheduler.framework.events import WILDCARD_EVENT, ClusterEventWithHint
-from kopf_scheduler.framework.handle import Handle
 from kopf_scheduler.framework.interfaces import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
+    BatchFilter,
+    BatchFilterPlugin,
+    BatchScore,
+    BatchScorePlugin,
     BindPlugin,
     EnqueueExtensions,
     FilterPlugin,
@@ -42,6 +52,7 @@ from kopf_scheduler.framework.interfaces import (
     ReservePlugin,
     ScorePlugin,
 )
+from kopf_scheduler.framework.pod_nominator import PodNominator
 from kopf_scheduler.framework.status import SUCCESS, Code, Status
 from kopf_scheduler.framework.types import (
     NodePluginScores,
@@ -55,6 +66,7 @@ from kopf_scheduler.metric_names import (
     PLUGIN_EXECUTION_DURATION,
 )
 from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.ports import Metrics
 
 MAX_TIMEOUT_SECONDS = 15 * 60.0
 _REJECTING_POINTS = (
@@ -84,6 +96,85 @@ class ProfilePlugins:
     bind: list[BindPlugin] = field(default_factory=list)
     post_bind: list[PostBindPlugin] = field(default_factory=list)
     all: list[Plugin] = field(default_factory=list)
+
+
+class ProfileHandle(Protocol):
+    """What the runtime, and the code driving a profile, read of the profile's handle."""
+
+    snapshot: Snapshot
+    nominator: PodNominator
+    now: Callable[[], float]
+    metrics: Metrics
+    framework: Framework | None
+
+
+_Params = ParamSpec("_Params")
+_Result = TypeVar("_Result")
+
+
+def _timed(
+    point: str, status_of: Callable[[Any], Status]
+) -> Callable[
+    [Callable[Concatenate[Framework, _Params], _Result]],
+    Callable[Concatenate[Framework, _Params], _Result],
+]:
+    """Record every run of the decorated method as one run of the extension point ``point``,
+    with the status ``status_of`` finds in its result."""
+
+    def decorate(
+        run: Callable[Concatenate[Framework, _Params], _Result],
+    ) -> Callable[Concatenate[Framework, _Params], _Result]:
+        @functools.wraps(run)
+        def timed(
+            framework: Framework, /, *args: _Params.args, **kwargs: _Params.kwargs
+        ) -> _Result:
+            started = framework.handle.now()
+            result = run(framework, *args, **kwargs)
+            framework.observe_extension_point(point, started, status_of(result))
+            return result
+
+        return timed
+
+    return decorate
+
+
+def _timed_async(
+    point: str,
+) -> Callable[
+    [Callable[Concatenate[Framework, _Params], Awaitable[Status]]],
+    Callable[Concatenate[Framework, _Params], Coroutine[Any, Any, Status]],
+]:
+    """:func:`_timed` for the extension points that are coroutines returning a status."""
+
+    def decorate(
+        run: Callable[Concatenate[Framework, _Params], Awaitable[Status]],
+    ) -> Callable[Concatenate[Framework, _Params], Coroutine[Any, Any, Status]]:
+        @functools.wraps(run)
+        async def timed(
+            framework: Framework, /, *args: _Params.args, **kwargs: _Params.kwargs
+        ) -> Status:
+            started = framework.handle.now()
+            status = await run(framework, *args, **kwargs)
+            framework.observe_extension_point(point, started, status)
+            return status
+
+        return timed
+
+    return decorate
+
+
+def _status_itself(status: Status) -> Status:
+    return status
+
+
+def _status_in_result(result: tuple[Any, ...]) -> Status:
+    """The status of a ``(result, status, ...)`` tuple."""
+    status: Status = result[1]
+    return status
+
+
+def _success(_: None) -> Status:
+    return SUCCESS
 
 
 class DryRunAccelerator(Protocol):
@@ -128,7 +219,7 @@ class Framework:
         self,
         scheduler_name: str,
         plugins: ProfilePlugins,
-        handle: Handle,
+        handle: ProfileHandle,
         percentage_of_nodes_to_score: int | None = None,
     ) -> None:
         self.scheduler_name = scheduler_name
@@ -136,6 +227,8 @@ class Framework:
         self.handle = handle
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self._waiting: dict[str, _WaitingPod] = {}
+        self._batch_filters: tuple[tuple[str, BatchFilter | None], ...] | None = None
+        self._batch_scores: tuple[tuple[str, int, BatchScore | None], ...] | None = None
         self.dry_run_accelerator: DryRunAccelerator | None = None
         """Set by the scheduler when the vectorised fast path is on."""
         handle.framework = self
@@ -184,7 +277,35 @@ class Framework:
     def has_post_filter_plugins(self) -> bool:
         return bool(self.plugins.post_filter)
 
-    def _run_pre_filter(
+    def batch_filters(self) -> tuple[tuple[str, BatchFilter | None], ...]:
+        """Each Filter plugin's name and its batch Filter (``None`` when it has none), in
+        profile order."""
+        if self._batch_filters is None:
+            self._batch_filters = tuple(
+                (
+                    plugin.name,
+                    plugin.batch_filter() if isinstance(plugin, BatchFilterPlugin) else None,
+                )
+                for plugin in self.plugins.filter
+            )
+        return self._batch_filters
+
+    def batch_scores(self) -> tuple[tuple[str, int, BatchScore | None], ...]:
+        """Each Score plugin's name, weight and batch Score (``None`` when it has none), in
+        profile order."""
+        if self._batch_scores is None:
+            self._batch_scores = tuple(
+                (
+                    plugin.name,
+                    weight,
+                    plugin.batch_score() if isinstance(plugin, BatchScorePlugin) else None,
+                )
+                for plugin, weight in self.plugins.score
+            )
+        return self._batch_scores
+
+    @_timed("PreFilter", _status_in_result)
+    def run_pre_filter(
         self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status, set[str]]:
         """Run PreFilter. Returns the merged node restriction, the status, and the plugins that
@@ -328,7 +449,8 @@ class Framework:
             return status
         return self.run_filter_plugins(state, pod, node_info)
 
-    def _run_post_filter(
+    @_timed("PostFilter", _status_in_result)
+    def run_post_filter(
         self, state: CycleState, pod: Pod, node_to_status: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status]:
         """Run PostFilter until one succeeds; rejection reasons are joined as upstream does."""
@@ -357,7 +479,8 @@ class Framework:
 
     # Scoring -----------------------------------------------------------------------------------
 
-    def _run_pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
+    @_timed("PreScore", _status_itself)
+    def run_pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
         skip = state.skip_score_plugins
         for plugin in self.plugins.pre_score:
             started = self.handle.now() if state.record_plugin_metrics else 0.0
@@ -374,7 +497,8 @@ class Framework:
                 )
         return SUCCESS
 
-    def _run_score(
+    @_timed("Score", _status_in_result)
+    def run_score(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> tuple[list[NodePluginScores], Status]:
         totals = [NodePluginScores(n.name) for n in nodes]
@@ -424,7 +548,8 @@ class Framework:
 
     # Reserve, permit, binding -----------------------------------------------------------------
 
-    def _run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+    @_timed("Reserve", _status_itself)
+    def run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         for plugin in self.plugins.reserve:
             started = self.handle.now() if state.record_plugin_metrics else 0.0
             status = plugin.reserve(state, pod, node_name)
@@ -441,14 +566,16 @@ class Framework:
                 )
         return SUCCESS
 
-    def _run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+    @_timed("Unreserve", _success)
+    def run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         for plugin in reversed(self.plugins.reserve):
             started = self.handle.now() if state.record_plugin_metrics else 0.0
             plugin.unreserve(state, pod, node_name)
             if state.record_plugin_metrics:
                 self.observe_plugin("Unreserve", plugin.name, started, SUCCESS)
 
-    def _run_permit(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+    @_timed("Permit", _status_itself)
+    def run_permit(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         waits: dict[str, float] = {}
         for plugin in self.plugins.permit:
             started = self.handle.now() if state.record_plugin_metrics else 0.0
@@ -507,7 +634,8 @@ class Framework:
             self._waiting.pop(pod.uid, None)
         return status
 
-    async def _run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+    @_timed_async("PreBind")
+    async def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         for plugin in self.plugins.pre_bind:
             started = self.handle.now() if state.record_plugin_metrics else 0.0
             status = await plugin.pre_bind(state, pod, node_name)
@@ -526,7 +654,8 @@ class Framework:
                 )
         return SUCCESS
 
-    async def _run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+    @_timed_async("Bind")
+    async def run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         if not self.plugins.bind:
             return Status(Code.SKIP)
         status = Status(Code.SKIP)
@@ -549,14 +678,15 @@ class Framework:
             return status
         return status
 
-    def _run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
+    @_timed("PostBind", _success)
+    def run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
         for plugin in self.plugins.post_bind:
             started = self.handle.now() if state.record_plugin_metrics else 0.0
             plugin.post_bind(state, pod, node_name)
             if state.record_plugin_metrics:
                 self.observe_plugin("PostBind", plugin.name, started, SUCCESS)
 
-    # Timed entry points: scheduler_framework_extension_point_duration_seconds -------------------
+    # Timing -----------------------------------------------------------------------------------
 
     def observe_extension_point(self, point: str, started: float, status: Status) -> None:
         """Record one run of the extension point ``point`` that began at ``started``."""
@@ -573,67 +703,3 @@ class Framework:
             self.handle.now() - started,
             {"plugin": plugin, "extension_point": point, "status": status.code.label},
         )
-
-    def run_pre_filter(
-        self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
-    ) -> tuple[PreFilterResult | None, Status, set[str]]:
-        started = self.handle.now()
-        result = self._run_pre_filter(state, pod, nodes)
-        self.observe_extension_point("PreFilter", started, result[1])
-        return result
-
-    def run_post_filter(
-        self, state: CycleState, pod: Pod, node_to_status: NodeToStatus
-    ) -> tuple[PostFilterResult | None, Status]:
-        started = self.handle.now()
-        result = self._run_post_filter(state, pod, node_to_status)
-        self.observe_extension_point("PostFilter", started, result[1])
-        return result
-
-    def run_pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
-        started = self.handle.now()
-        status = self._run_pre_score(state, pod, nodes)
-        self.observe_extension_point("PreScore", started, status)
-        return status
-
-    def run_score(
-        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
-    ) -> tuple[list[NodePluginScores], Status]:
-        started = self.handle.now()
-        result = self._run_score(state, pod, nodes)
-        self.observe_extension_point("Score", started, result[1])
-        return result
-
-    def run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
-        started = self.handle.now()
-        status = self._run_reserve(state, pod, node_name)
-        self.observe_extension_point("Reserve", started, status)
-        return status
-
-    def run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
-        started = self.handle.now()
-        self._run_unreserve(state, pod, node_name)
-        self.observe_extension_point("Unreserve", started, SUCCESS)
-
-    def run_permit(self, state: CycleState, pod: Pod, node_name: str) -> Status:
-        started = self.handle.now()
-        status = self._run_permit(state, pod, node_name)
-        self.observe_extension_point("Permit", started, status)
-        return status
-
-    async def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
-        started = self.handle.now()
-        status = await self._run_pre_bind(state, pod, node_name)
-        self.observe_extension_point("PreBind", started, status)
-        return status
-
-    async def run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
-        started = self.handle.now()
-        status = await self._run_bind(state, pod, node_name)
-        self.observe_extension_point("Bind", started, status)
-        return status
-
-    def run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
-        started = self.handle.now()
-        self._run_post_bind(state, pod, node_name)
-        self.observe_extension_point("PostBind", started, SUCCESS)

@@ -10,6 +10,9 @@ normalisation step.
 Image names in a pod spec are compared with the names a node reports after adding ``:latest``
 to names that carry neither a tag nor a digest. Registry aliases (``docker.io/library/x`` versus
 ``x``) are not reconciled, as upstream does not reconcile them either.
+
+The batch Score adds the scaled sizes up over the node columns' image index (image name -> the
+nodes listing it), so each image costs one addition per group of nodes sharing its state.
 """
 
 from __future__ import annotations
@@ -17,11 +20,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+import numpy as np
+
 from kopf_scheduler.cache.node_info import ImageState, NodeInfo
 from kopf_scheduler.framework.args import ensure_mapping, reject_unknown
 from kopf_scheduler.framework.cycle_state import CycleState
 from kopf_scheduler.framework.handle import Handle
 from kopf_scheduler.framework.interfaces import MAX_NODE_SCORE, ScoreExtensions
+from kopf_scheduler.framework.node_columns.columns import NodeColumns
+from kopf_scheduler.framework.node_columns.fallback import Fallback
+from kopf_scheduler.framework.node_columns.mirror import SAFE_LIMIT, IntArray
 from kopf_scheduler.framework.status import SUCCESS, Status
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.plugins.helpers import go_div
@@ -96,6 +104,33 @@ class ImageLocality:
 
     def score_extensions(self) -> ScoreExtensions | None:
         return None
+
+    def batch_score(self) -> ImageLocality:
+        return self
+
+    def score_nodes(
+        self, state: CycleState, pod: Pod, nodes: NodeColumns, positions: IntArray
+    ) -> IntArray:
+        images = pod_container_images(pod)
+        if not images:
+            return np.zeros(len(positions), dtype=np.int64)
+        total_num_nodes = self._handle.snapshot.num_nodes()
+        mirror = nodes.mirror
+        sums = np.zeros(mirror.size, dtype=np.int64)
+        if total_num_nodes > 0:
+            index = mirror.image_index()
+            for image in images:
+                for image_state, members in index.get(normalized_image_name(image), ()):
+                    sums[members] += scaled_image_score(image_state, total_num_nodes)
+        picked = sums[positions]
+        if picked.max(initial=0) >= SAFE_LIMIT:
+            raise Fallback
+        max_threshold = MAX_CONTAINER_THRESHOLD * len(images)
+        clamped = np.where(picked < MIN_THRESHOLD, MIN_THRESHOLD, np.minimum(picked, max_threshold))
+        result: IntArray = (
+            MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
+        )
+        return result
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle) -> ImageLocality:

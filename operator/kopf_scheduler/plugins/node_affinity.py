@@ -17,6 +17,9 @@ NormalizeScore scales the sums so the best node gets 100.
 As upstream, a required term whose label expression is not a valid selector (a malformed key
 or value) matches no node, while the other terms still count; a malformed preferred term fails
 PreScore with an error.
+
+The batch Filter and Score evaluate selectors over the node columns' interned labels; a profile
+with an added affinity has neither.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
+
+import numpy as np
 
 from kopf_scheduler.cache.node_info import NodeInfo
 from kopf_scheduler.framework.args import InvalidArgsError, ensure_mapping, reject_unknown
@@ -37,7 +42,17 @@ from kopf_scheduler.framework.events import (
     QueueingHint,
 )
 from kopf_scheduler.framework.handle import Handle
-from kopf_scheduler.framework.interfaces import MAX_NODE_SCORE, NodeScore, PreFilterExtensions
+from kopf_scheduler.framework.interfaces import (
+    MAX_NODE_SCORE,
+    NodeRejections,
+    NodeScore,
+    PreFilterExtensions,
+)
+from kopf_scheduler.framework.node_columns.arithmetic import go_div_array
+from kopf_scheduler.framework.node_columns.columns import NodeColumns
+from kopf_scheduler.framework.node_columns.fallback import Fallback
+from kopf_scheduler.framework.node_columns.free_capacity import FreeColumns
+from kopf_scheduler.framework.node_columns.mirror import IntArray
 from kopf_scheduler.framework.status import SKIP, SUCCESS, Code, Status
 from kopf_scheduler.framework.types import PreFilterResult
 from kopf_scheduler.model.errors import InvalidObjectError
@@ -412,6 +427,36 @@ class NodeAffinity:
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status:
         return default_normalize_score(MAX_NODE_SCORE, False, scores)
+
+    # Batch Filter and Score --------------------------------------------------------------------
+
+    def batch_filter(self) -> NodeAffinity | None:
+        return self if self.args.added_affinity is None else None
+
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, nodes: NodeColumns, free: FreeColumns
+    ) -> NodeRejections | None:
+        required = state.get(PRE_FILTER_KEY)
+        if required is None:
+            required = RequiredNodeAffinity(pod)
+        return NodeRejections(~nodes.selector_mask(required.node_selector, required.terms))
+
+    def batch_score(self) -> NodeAffinity | None:
+        return self if self.args.added_affinity is None else None
+
+    def score_nodes(
+        self, state: CycleState, pod: Pod, nodes: NodeColumns, positions: IntArray
+    ) -> IntArray:
+        pre_score = state.get(PRE_SCORE_KEY)
+        if pre_score is None:
+            raise Fallback
+        raw = np.zeros(len(positions), dtype=np.int64)
+        for term in pre_score.preferred:
+            raw += np.where(nodes.term_mask(term.term)[positions], term.weight, 0)
+        highest = max(int(raw.max()) if len(raw) else 0, 0)
+        if highest == 0:
+            return raw
+        return go_div_array(MAX_NODE_SCORE * raw, highest)
 
     # Events --------------------------------------------------------------------------------
 

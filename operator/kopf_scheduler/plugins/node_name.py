@@ -1,4 +1,7 @@
-"""NodeName: a pod with ``spec.nodeName`` set fits only that node."""
+"""NodeName: a pod with ``spec.nodeName`` set fits only that node.
+
+The batch Filter covers the usual pods, those without ``spec.nodeName``, which fit everywhere.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +18,10 @@ from kopf_scheduler.framework.events import (
     EventResource,
 )
 from kopf_scheduler.framework.handle import Handle
+from kopf_scheduler.framework.interfaces import NodeRejections
+from kopf_scheduler.framework.node_columns.columns import NodeColumns
+from kopf_scheduler.framework.node_columns.fallback import Fallback
+from kopf_scheduler.framework.node_columns.free_capacity import FreeColumns
 from kopf_scheduler.framework.status import SUCCESS, Code, Status
 from kopf_scheduler.model.pod import Pod
 
@@ -29,6 +36,16 @@ class NodeName:
         if not pod.node_name or pod.node_name == node_info.name:
             return SUCCESS
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON)
+
+    def batch_filter(self) -> NodeName:
+        return self
+
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, nodes: NodeColumns, free: FreeColumns
+    ) -> NodeRejections | None:
+        if pod.node_name:
+            raise Fallback
+        return None
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD))]

@@ -6,6 +6,9 @@ requests (no 100m / 200Mi defaults), capped at 1. The score is ``(1 - std) * 100
 where std is half the difference of the two fractions for two resources, the population
 standard deviation for more, and 0 for one. Pods that request none of the configured resources
 are skipped at PreScore, so the plugin does not pile such pods onto one node.
+
+The batch Score does the same float64 operations on the cpu and memory columns of many nodes
+at once; other resources have none.
 """
 
 from __future__ import annotations
@@ -15,11 +18,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numpy as np
+
 from kopf_scheduler.cache.node_info import NodeInfo
 from kopf_scheduler.framework.args import InvalidArgsError, ensure_mapping, reject_unknown
 from kopf_scheduler.framework.cycle_state import CycleState, StateKey
 from kopf_scheduler.framework.handle import Handle
 from kopf_scheduler.framework.interfaces import MAX_NODE_SCORE, ScoreExtensions
+from kopf_scheduler.framework.node_columns.columns import NodeColumns
+from kopf_scheduler.framework.node_columns.fallback import Fallback
+from kopf_scheduler.framework.node_columns.mirror import SAFE_LIMIT, IntArray
 from kopf_scheduler.framework.status import SKIP, SUCCESS, Status
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.plugins.resource_allocation import (
@@ -27,7 +35,9 @@ from kopf_scheduler.plugins.resource_allocation import (
     PodRequestsState,
     ResourceAllocationScorer,
     ResourceSpec,
+    batch_resources_supported,
     parse_resource_specs,
+    resource_columns,
 )
 
 NAME = "NodeResourcesBalancedAllocation"
@@ -108,6 +118,48 @@ class NodeResourcesBalancedAllocation:
 
     def score_extensions(self) -> ScoreExtensions | None:
         return None
+
+    def batch_score(self) -> NodeResourcesBalancedAllocation | None:
+        return self if batch_resources_supported(self.args.resources) else None
+
+    def score_nodes(
+        self, state: CycleState, pod: Pod, nodes: NodeColumns, positions: IntArray
+    ) -> IntArray:
+        pre_score = state.get(PRE_SCORE_KEY)
+        scorer = self.scorer
+        if pre_score is not None:
+            pod_requests: Sequence[int] = pre_score.pod_requests
+        else:
+            pod_requests = scorer.pod_request_list(pod)
+            if scorer.is_best_effort(pod_requests):
+                return np.zeros(len(positions), dtype=np.int64)
+        fractions = []
+        for spec, request in zip(scorer.resources, pod_requests, strict=True):
+            if not 0 <= request < SAFE_LIMIT:
+                raise Fallback
+            allocatable_column, requested_column = resource_columns(
+                nodes.mirror, spec.name, use_requested=True
+            )
+            allocatable = allocatable_column[positions]
+            requested = requested_column[positions] + request
+            present = allocatable != 0
+            everywhere = bool(present.all())
+            # Integer arrays divide in float64, like float(requested) / float(allocatable).
+            fraction = np.true_divide(
+                requested, allocatable if everywhere else np.where(present, allocatable, 1)
+            )
+            fractions.append((everywhere, present, np.minimum(fraction, 1.0)))
+        count = len(positions)
+        if len(fractions) != 2:
+            if len(fractions) > 2:
+                raise Fallback
+            return np.full(count, MAX_NODE_SCORE, dtype=np.int64)
+        (all_a, present_a, first), (all_b, present_b, second) = fractions
+        std = np.abs((first - second) / 2)
+        if not (all_a and all_b):
+            std = np.where(present_a & present_b, std, 0.0)
+        result: IntArray = np.trunc((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+        return result
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle) -> NodeResourcesBalancedAllocation:

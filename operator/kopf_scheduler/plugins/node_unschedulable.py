@@ -1,4 +1,8 @@
-"""NodeUnschedulable: keep pods off cordoned nodes unless they tolerate the unschedulable taint."""
+"""NodeUnschedulable: keep pods off cordoned nodes unless they tolerate the unschedulable taint.
+
+The batch Filter reads the node columns' cordon flags: a pod that tolerates the taint passes
+everywhere, any other is rejected on every cordoned node.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +20,9 @@ from kopf_scheduler.framework.events import (
     QueueingHint,
 )
 from kopf_scheduler.framework.handle import Handle
+from kopf_scheduler.framework.interfaces import NodeRejections
+from kopf_scheduler.framework.node_columns.columns import NodeColumns
+from kopf_scheduler.framework.node_columns.free_capacity import FreeColumns
 from kopf_scheduler.framework.status import SUCCESS, Code, Status
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pod import Pod
@@ -47,6 +54,19 @@ class NodeUnschedulable:
         if tolerations_tolerate(pod.tolerations, UNSCHEDULABLE_TAINT):
             return SUCCESS
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON_UNSCHEDULABLE)
+
+    def batch_filter(self) -> NodeUnschedulable:
+        return self
+
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, nodes: NodeColumns, free: FreeColumns
+    ) -> NodeRejections | None:
+        unschedulable = nodes.mirror.unschedulable
+        if not unschedulable.any():
+            return None
+        if tolerations_tolerate(pod.tolerations, UNSCHEDULABLE_TAINT):
+            return None
+        return NodeRejections(unschedulable.copy())
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

@@ -19,6 +19,7 @@ from typing import Any
 from kopf_scheduler.cache.node_info import NodeInfo
 from kopf_scheduler.framework.args import InvalidArgsError
 from kopf_scheduler.framework.interfaces import MAX_NODE_SCORE
+from kopf_scheduler.framework.node_columns.mirror import IntArray, NodeMirror
 from kopf_scheduler.framework.status import SUCCESS, Code, Status
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, Resource
@@ -417,13 +418,38 @@ class ResourceAllocationScorer:
         return self.scorer(requested, allocatable), SUCCESS
 
 
+# --------------------------------------------------------------------------------------------
+# Node columns for the batch scores.
+
+BATCH_RESOURCES = frozenset({CPU, MEMORY})
+"""Resources the batch scores of both plugins handle (the default configuration's)."""
+
+
+def batch_resources_supported(resources: Sequence[ResourceSpec]) -> bool:
+    """Whether the batch scores handle every one of ``resources``."""
+    return {spec.name for spec in resources} <= BATCH_RESOURCES
+
+
+def resource_columns(
+    mirror: NodeMirror, name: str, use_requested: bool
+) -> tuple[IntArray, IntArray]:
+    """``(allocatable, requested)`` columns of cpu or memory, as
+    :meth:`ResourceAllocationScorer.allocatable_and_requested` reads them (before adding the
+    pod's request)."""
+    if name == CPU:
+        return mirror.alloc_cpu, (mirror.req_cpu if use_requested else mirror.nz_cpu)
+    return mirror.alloc_mem, (mirror.req_mem if use_requested else mirror.nz_mem)
+
+
 __all__ = [
+    "BATCH_RESOURCES",
     "DEFAULT_RESOURCES",
     "MAX_CUSTOM_PRIORITY_SCORE",
     "ResourceAllocationScorer",
     "ResourceSpec",
     "Scorer",
     "ShapePoint",
+    "batch_resources_supported",
     "build_broken_linear_function",
     "is_extended_resource_name",
     "is_native_resource",
@@ -438,5 +464,6 @@ __all__ = [
     "parse_shape",
     "requested_to_capacity_ratio_scorer",
     "resource_amount",
+    "resource_columns",
     "validate_weights",
 ]

@@ -11,12 +11,17 @@ taint key and value in pod statuses, since taints may be sensitive; earlier v1.3
 Scoring counts, per node, the ``PreferNoSchedule`` taints that the pod's ``PreferNoSchedule`` (or
 effect-less) tolerations do not cover, then normalises in reverse, so the node with the most such
 taints gets 0 and a node with none gets 100. The registry gives the plugin weight 3.
+
+The batch Filter and Score evaluate each distinct set of node taints once per toleration list
+(the node columns number the sets) and look the answer up for every node.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any, ClassVar
+
+import numpy as np
 
 from kopf_scheduler.cache.node_info import NodeInfo
 from kopf_scheduler.framework.args import ensure_mapping, reject_unknown
@@ -29,7 +34,12 @@ from kopf_scheduler.framework.events import (
     QueueingHint,
 )
 from kopf_scheduler.framework.handle import Handle
-from kopf_scheduler.framework.interfaces import MAX_NODE_SCORE, NodeScore
+from kopf_scheduler.framework.interfaces import MAX_NODE_SCORE, NodeRejections, NodeScore
+from kopf_scheduler.framework.node_columns.arithmetic import go_div_array
+from kopf_scheduler.framework.node_columns.columns import NodeColumns
+from kopf_scheduler.framework.node_columns.fallback import Fallback
+from kopf_scheduler.framework.node_columns.free_capacity import FreeColumns
+from kopf_scheduler.framework.node_columns.mirror import IntArray
 from kopf_scheduler.framework.status import SUCCESS, Code, Status
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pod import Pod
@@ -134,6 +144,38 @@ class TaintToleration:
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status:
         return default_normalize_score(MAX_NODE_SCORE, True, scores)
+
+    # Batch Filter and Score --------------------------------------------------------------------
+
+    def batch_filter(self) -> TaintToleration:
+        return self
+
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, nodes: NodeColumns, free: FreeColumns
+    ) -> NodeRejections | None:
+        fails = nodes.untolerated_mask(pod)
+        return NodeRejections(fails) if fails is not None else None
+
+    def batch_score(self) -> TaintToleration:
+        return self
+
+    def score_nodes(
+        self, state: CycleState, pod: Pod, nodes: NodeColumns, positions: IntArray
+    ) -> IntArray:
+        pre_score = state.get(PRE_SCORE_KEY)
+        if pre_score is None:
+            raise Fallback
+        table = nodes.per_taint_set(
+            PREFER_NO_SCHEDULE,
+            pre_score.tolerations,
+            count_intolerable_prefer_no_schedule,
+            np.int64,
+        )
+        counts: IntArray = table[nodes.mirror.taint_id[positions]]
+        highest = int(counts.max()) if len(counts) else 0
+        if highest <= 0:
+            return np.full(len(positions), MAX_NODE_SCORE, dtype=np.int64)
+        return MAX_NODE_SCORE - go_div_array(MAX_NODE_SCORE * counts, highest)
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

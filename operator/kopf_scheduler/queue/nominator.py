@@ -17,7 +17,7 @@ the two from fighting:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 from kopf_scheduler.framework.types import NominatingInfo, NominatingMode
@@ -101,6 +101,12 @@ class Nominator:
             current = lookup(ref.key) if lookup is not None else None
             result.append(current if current is not None else ref.stub())
         return result
+
+    def nominated_pods_by_node(self) -> Iterator[tuple[str, list[Pod]]]:
+        """Every node with nominations and its nominated pods, as
+        :meth:`nominated_pods_for_node` returns them."""
+        for node_name in list(self._by_node):
+            yield node_name, self.nominated_pods_for_node(node_name)
 
     def nominations(self) -> dict[str, list[PodRef]]:
         """Node name → nominated pod refs (a copy, for inspection)."""

@@ -9,7 +9,7 @@ profile and the pod allow it, vectorised over all nodes at once
 (:mod:`kopf_scheduler.scheduler.fast_path`); both make identical decisions, consume the RNG
 identically and leave the same round-robin start index. With the fast path, the plugins that
 count pods across the cluster (PodTopologySpread, InterPodAffinity) also get their counts from
-its columns. ``Algorithm(..., fast_path=False)`` keeps every attempt on the reference path.
+its node columns. ``Algorithm(..., fast_path=False)`` keeps every attempt on the reference path.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from collections.abc import Callable
 from kopf_scheduler.cache.node_info import NodeInfo
 from kopf_scheduler.cache.snapshot import Snapshot
 from kopf_scheduler.framework.cycle_state import CycleState
+from kopf_scheduler.framework.node_columns.mirror import IntArray
 from kopf_scheduler.framework.runtime import Framework
 from kopf_scheduler.framework.status import SUCCESS, Code, Status
 from kopf_scheduler.framework.types import (
@@ -31,7 +32,6 @@ from kopf_scheduler.framework.types import (
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.scheduler.fast_path import FastPath
 from kopf_scheduler.scheduler.fast_path.engine import feasible_infos
-from kopf_scheduler.scheduler.fast_path.mirror import IntArray
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -169,12 +169,6 @@ class Algorithm:
             scores = self.prioritize_nodes(framework, state, pod, feasible)
         host = self.select_host(scores)
         return Decision(host, evaluated, [n.name for n in feasible], diagnosis, scores)
-
-    def find_nodes_that_fit_pod(
-        self, framework: Framework, state: CycleState, pod: Pod, snapshot: Snapshot
-    ) -> tuple[list[NodeInfo], Diagnosis]:
-        feasible, diagnosis, _ = self._find(framework, state, pod, snapshot)
-        return feasible, diagnosis
 
     def _find(
         self, framework: Framework, state: CycleState, pod: Pod, snapshot: Snapshot

@@ -2,11 +2,11 @@
 offer.
 
 PreFilter and PreScore match affinity terms against every existing pod of the cluster, which is
-what they spend their time on. A scheduler that keeps per-node counts in step with its snapshot
-(the vectorised fast path) offers them for one attempt by writing an :class:`AffinityCounter`
-under :data:`AFFINITY_COUNTER_KEY` in the cycle state. The plugin then asks it instead of
-walking the pods, and walks them itself when nothing is offered or the counter declines; the
-results are the same either way.
+what they spend their time on. An :class:`AffinityCounter` written under
+:data:`AFFINITY_COUNTER_KEY` in the cycle state answers instead; without one, the plugin counts
+from the node columns the scheduler offers (:mod:`.batch`), which keep per-node counts in step
+with the snapshot. It walks the pods itself when nothing is offered or the counter declines;
+the results are the same either way.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """The InterPodAffinity plugin object: arguments, extension points and queueing hints.
 
-Filtering lives in :mod:`.filtering`, scoring in :mod:`.scoring`; this module wires them to the
-framework, with the counting delegated to an :class:`~.counting.AffinityCounter` when the
-scheduler offers one. Filter codes follow upstream: a node that breaks the pod's required
-affinity is UnschedulableAndUnresolvable (evicting pods cannot create a matching pod), while
-anti-affinity violations, either way round, are Unschedulable because preemption can remove the
-offending pod.
+Filtering lives in :mod:`.filtering`, scoring in :mod:`.scoring`, both over whole node columns in
+:mod:`.batch`; this module wires them to the framework, with the counting delegated to an
+:class:`~.counting.AffinityCounter` when one is offered or the scheduler offers its columns.
+Filter codes follow upstream: a node that breaks the pod's required affinity is
+UnschedulableAndUnresolvable (evicting pods cannot create a matching pod), while anti-affinity
+violations, either way round, are Unschedulable because preemption can remove the offending pod.
 """
 
 from __future__ import annotations
@@ -30,14 +30,22 @@ from kopf_scheduler.framework.events import (
     QueueingHint,
 )
 from kopf_scheduler.framework.handle import Handle
-from kopf_scheduler.framework.interfaces import NodeScore
+from kopf_scheduler.framework.interfaces import NodeRejections, NodeScore
+from kopf_scheduler.framework.node_columns.columns import NODE_COLUMNS_KEY, NodeColumns
+from kopf_scheduler.framework.node_columns.fallback import Fallback
+from kopf_scheduler.framework.node_columns.free_capacity import FreeColumns
+from kopf_scheduler.framework.node_columns.mirror import IntArray
 from kopf_scheduler.framework.status import SKIP, SUCCESS, Code, Status
 from kopf_scheduler.framework.types import PreFilterResult
 from kopf_scheduler.model.affinity import AffinityTerm
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.plugins.inter_pod_affinity import filtering, scoring
-from kopf_scheduler.plugins.inter_pod_affinity.counting import AFFINITY_COUNTER_KEY
+from kopf_scheduler.plugins.inter_pod_affinity.batch import AffinityColumns
+from kopf_scheduler.plugins.inter_pod_affinity.counting import (
+    AFFINITY_COUNTER_KEY,
+    AffinityCounter,
+)
 
 NAME = "InterPodAffinity"
 DEFAULT_HARD_POD_AFFINITY_WEIGHT = 1
@@ -138,6 +146,15 @@ def is_schedulable_after_node_change(pod: Pod, old: Any, new: Any) -> QueueingHi
     return QueueingHint.QUEUE_SKIP
 
 
+def _affinity_counter(state: CycleState) -> AffinityCounter | None:
+    """The counter offered for the attempt: one of its own, else the scheduler's columns."""
+    counter = state.get(AFFINITY_COUNTER_KEY)
+    if counter is not None:
+        return counter
+    nodes = state.get(NODE_COLUMNS_KEY)
+    return AffinityColumns(nodes) if nodes is not None else None
+
+
 class InterPodAffinity:
     name: ClassVar[str] = NAME
 
@@ -159,7 +176,7 @@ class InterPodAffinity:
             filtering.resolve_incoming_term(t, all_namespaces) for t in pod.anti_affinity_required
         )
         namespace_labels = dict(snapshot.labels_of_namespace(pod.namespace))
-        counter = state.get(AFFINITY_COUNTER_KEY)
+        counter = _affinity_counter(state)
         existing = (
             counter.existing_anti_affinity_counts(pod, namespace_labels, snapshot.node_info_list)
             if counter is not None
@@ -244,7 +261,7 @@ class InterPodAffinity:
             snapshot.namespace_labels,
             self.args.hard_pod_affinity_weight,
         )
-        counter = state.get(AFFINITY_COUNTER_KEY)
+        counter = _affinity_counter(state)
         scores = (
             counter.topology_scores(scorer, snapshot.node_info_list)
             if counter is not None
@@ -278,6 +295,30 @@ class InterPodAffinity:
         if pre_score_state is None:
             return _not_found(scoring.PRE_SCORE_KEY)
         return scoring.normalize(pre_score_state, scores)
+
+    # Batch Filter and Score --------------------------------------------------------------------
+
+    def batch_filter(self) -> InterPodAffinity:
+        return self
+
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, nodes: NodeColumns, free: FreeColumns
+    ) -> NodeRejections | None:
+        pre_filter_state = state.get(filtering.PRE_FILTER_KEY)
+        if pre_filter_state is None:
+            raise Fallback
+        return AffinityColumns(nodes).filter_failures(pre_filter_state)
+
+    def batch_score(self) -> InterPodAffinity:
+        return self
+
+    def score_nodes(
+        self, state: CycleState, pod: Pod, nodes: NodeColumns, positions: IntArray
+    ) -> IntArray:
+        pre_score_state = state.get(scoring.PRE_SCORE_KEY)
+        if pre_score_state is None:
+            raise Fallback
+        return AffinityColumns(nodes).scores(pre_score_state, positions)
 
     # Queueing ------------------------------------------------------------------------------
 

@@ -1,11 +1,11 @@
 """A faster source of PodTopologySpread's per-domain pod counts, which the scheduler may offer.
 
 Counting the pods a constraint selects on every node of the cluster is what PreFilter and
-PreScore spend their time on. A scheduler that keeps per-node counts in step with its snapshot
-(the vectorised fast path) offers them for one attempt by writing a :class:`DomainCounter`
-under :data:`DOMAIN_COUNTER_KEY` in the cycle state. The plugin then asks it instead of walking
-every node's pods, and walks them itself when nothing is offered or the counter declines; the
-counts are the same either way.
+PreScore spend their time on. A :class:`DomainCounter` written under :data:`DOMAIN_COUNTER_KEY`
+in the cycle state answers instead; without one, the plugin counts from the node columns the
+scheduler offers (:mod:`.batch`), which keep per-node counts in step with the snapshot. It walks
+every node's pods itself when nothing is offered or the counter declines; the counts are the
+same either way.
 """
 
 from __future__ import annotations

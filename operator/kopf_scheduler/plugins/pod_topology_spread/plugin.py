@@ -1,7 +1,7 @@
 """The PodTopologySpread plugin object: arguments, extension points and queueing hints.
 
 Filtering lives in :mod:`.filtering`, scoring in :mod:`.scoring`, the constraint lookup and the
-counting rules they share in :mod:`.common`.
+counting rules they share in :mod:`.common`, and both over whole node columns in :mod:`.batch`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,11 @@ from kopf_scheduler.framework.events import (
     QueueingHint,
 )
 from kopf_scheduler.framework.handle import Handle
-from kopf_scheduler.framework.interfaces import NodeScore
+from kopf_scheduler.framework.interfaces import NodeRejections, NodeScore
+from kopf_scheduler.framework.node_columns.columns import NODE_COLUMNS_KEY, NodeColumns
+from kopf_scheduler.framework.node_columns.fallback import Fallback
+from kopf_scheduler.framework.node_columns.free_capacity import FreeColumns
+from kopf_scheduler.framework.node_columns.mirror import IntArray
 from kopf_scheduler.framework.status import SKIP, SUCCESS, Code, Status
 from kopf_scheduler.framework.types import PreFilterResult
 from kopf_scheduler.model.affinity import (
@@ -34,6 +38,7 @@ from kopf_scheduler.model.errors import InvalidObjectError
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.plugins.pod_topology_spread import filtering, scoring
+from kopf_scheduler.plugins.pod_topology_spread.batch import SpreadColumns
 from kopf_scheduler.plugins.pod_topology_spread.common import (
     LIST_DEFAULTING,
     SYSTEM_DEFAULT_CONSTRAINTS,
@@ -41,7 +46,7 @@ from kopf_scheduler.plugins.pod_topology_spread.common import (
     ConstraintSource,
     node_labels_match,
 )
-from kopf_scheduler.plugins.pod_topology_spread.counting import DOMAIN_COUNTER_KEY
+from kopf_scheduler.plugins.pod_topology_spread.counting import DOMAIN_COUNTER_KEY, DomainCounter
 
 NAME = "PodTopologySpread"
 
@@ -129,6 +134,15 @@ def _taints_key(node: Node) -> tuple[tuple[str, str, str], ...]:
     return tuple((t.key, t.value, t.effect) for t in node.taints)
 
 
+def _domain_counter(state: CycleState) -> DomainCounter | None:
+    """The counter offered for the attempt: one of its own, else the scheduler's columns."""
+    counter = state.get(DOMAIN_COUNTER_KEY)
+    if counter is not None:
+        return counter
+    nodes = state.get(NODE_COLUMNS_KEY)
+    return SpreadColumns(nodes) if nodes is not None else None
+
+
 class PodTopologySpread:
     name: ClassVar[str] = NAME
 
@@ -147,10 +161,9 @@ class PodTopologySpread:
         constraints = self.constraint_source.constraints(pod, DO_NOT_SCHEDULE)
         if not constraints:
             return None, SKIP
-        counter = state.get(DOMAIN_COUNTER_KEY)
         state.write(
             filtering.PRE_FILTER_KEY,
-            filtering.build_pre_filter_state(pod, constraints, nodes, counter),
+            filtering.build_pre_filter_state(pod, constraints, nodes, _domain_counter(state)),
         )
         return None, SUCCESS
 
@@ -207,7 +220,7 @@ class PodTopologySpread:
         state.write(
             scoring.PRE_SCORE_KEY,
             scoring.build_pre_score_state(
-                pod, constraints, nodes, all_nodes, require_all, state.get(DOMAIN_COUNTER_KEY)
+                pod, constraints, nodes, all_nodes, require_all, _domain_counter(state)
             ),
         )
         return SUCCESS
@@ -226,6 +239,30 @@ class PodTopologySpread:
         if pre_score_state is None:
             return _not_found(scoring.PRE_SCORE_KEY)
         return scoring.normalize(pre_score_state, scores)
+
+    # Batch Filter and Score --------------------------------------------------------------------
+
+    def batch_filter(self) -> PodTopologySpread:
+        return self
+
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, nodes: NodeColumns, free: FreeColumns
+    ) -> NodeRejections | None:
+        pre_filter_state = state.get(filtering.PRE_FILTER_KEY)
+        if pre_filter_state is None:
+            raise Fallback
+        return SpreadColumns(nodes).filter_failures(pre_filter_state, pod)
+
+    def batch_score(self) -> PodTopologySpread:
+        return self
+
+    def score_nodes(
+        self, state: CycleState, pod: Pod, nodes: NodeColumns, positions: IntArray
+    ) -> IntArray:
+        pre_score_state = state.get(scoring.PRE_SCORE_KEY)
+        if pre_score_state is None:
+            raise Fallback
+        return SpreadColumns(nodes).scores(pre_score_state, pod, positions)
 
     # Queueing ------------------------------------------------------------------------------
 

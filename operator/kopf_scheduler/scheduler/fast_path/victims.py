@@ -3,17 +3,18 @@
 Upstream's victim search on one node removes every lower-priority pod from a copy of the node,
 checks that the preemptor fits, then adds the pods back most important first and keeps as
 victims those that make it stop fitting. Each check runs every Filter plugin (with the node's
-nominated pods of equal or higher priority counted). When the profile's filters are the ones the
-fast path models, no PreFilter extension keeps per-pod state, and the node passes its
-pod-independent filters (cordon, taints, node affinity), the only check that depends on the
-pods is NodeResourcesFit: integer arithmetic on the node's requested amounts and pod count, plus
-those of the counted nominated pods. That arithmetic is done here directly on the snapshot's
-numbers, in the same order, with the same importance sort and PodDisruptionBudget split, so the
-victims are the ones the plugins would pick.
+nominated pods of equal or higher priority counted). When every Filter plugin that runs has a
+batch form, no PreFilter extension keeps per-pod state, and the node passes the Filters that do
+not look at its pods (cordon, taints, node affinity), the only check that depends on the pods
+is the resource-fit one (:class:`~kopf_scheduler.framework.interfaces.BatchResourceFit`):
+arithmetic on the node's requested amounts and pod count, plus those of the counted nominated
+pods. That arithmetic is done here directly on the snapshot's numbers, in the same order, with
+the same importance sort and PodDisruptionBudget split, so the victims are the ones the plugins
+would pick.
 
 When the preemptor does not fit even with every candidate victim gone, the node's status is the
-NodeResourcesFit rejection, which depends only on which resources fall short: the first node
-with a given shortfall runs the normal path and later ones share its status. Nodes outside the
+resource-fit rejection, which depends only on what falls short: the first node with a given
+shortfall runs the normal path and later ones share its status. Nodes outside the
 modelled case (a pod-independent filter failing) also run the normal path.
 """
 
@@ -26,6 +27,8 @@ import numpy as np
 
 from kopf_scheduler.cache.node_info import NodeInfo
 from kopf_scheduler.framework.cycle_state import CycleState
+from kopf_scheduler.framework.interfaces import BatchResourceFit
+from kopf_scheduler.framework.node_columns.fallback import Fallback
 from kopf_scheduler.framework.runtime import Framework
 from kopf_scheduler.framework.status import SUCCESS, Code, Status
 from kopf_scheduler.model.pdb import PodDisruptionBudget
@@ -38,10 +41,12 @@ from kopf_scheduler.preemption.victims import (
     sort_by_importance,
 )
 from kopf_scheduler.scheduler.fast_path.engine import FastPath
-from kopf_scheduler.scheduler.fast_path.fallback import Fallback
-from kopf_scheduler.scheduler.fast_path.profile import Kind
 
 _NO_EXTRA = (0, 0, 0, 0)
+
+
+def _fits_always(node_info: NodeInfo, cpu: int, memory: int, ephemeral: int, count: int) -> int:
+    return 0
 
 
 class VictimSearch:
@@ -61,56 +66,36 @@ class VictimSearch:
         now: float,
     ) -> Callable[[NodeInfo], VictimSelection | None] | None:
         fast = self.fast_path
-        steps = fast.support(framework).filters
-        if steps is None:
+        filters = framework.batch_filters()
+        if not fast.batch_filters_cover(filters, state):
             return None
         mirror = fast.mirror
         mirror.sync(framework.handle.snapshot)
         if not mirror.safe or mirror.size == 0:
             return None
         skip = state.skip_filter_plugins
-        fit_steps = [s for s in steps if s.kind is Kind.FIT and s.name not in skip]
+        fits = [
+            (name, batch)
+            for name, batch in filters
+            if isinstance(batch, BatchResourceFit) and name not in skip
+        ]
         try:
-            failures = fast.step_failures(steps, state, preemptor)
-            request = fast.fit_request(state) if fit_steps else None
+            failures = fast.filter_rejections(filters, state, preemptor, None)
             free = fast.nominated(framework, state, preemptor)
+            shortfall = fits[0][1].shortfall_check(state, free) if fits else _fits_always
         except Fallback:
             return None
         static_ok = np.ones(mirror.size, dtype=np.bool_)
         for failure in failures:
-            static_ok &= ~failure.fails
+            static_ok &= ~failure.rejections.fails
         usable = static_ok.tolist()
         extra = free.extra
         position = mirror.position
         infos = mirror.infos
         priority = preemptor.priority
         budgets: Sequence[PodDisruptionBudget] = pdbs
-        fit_name = fit_steps[0].name if fit_steps else ""
+        fit_name = fits[0][0] if fits else ""
         by_shortfall: dict[int, Status] = {}
-        wanted_cpu = request.milli_cpu if request is not None else 0
-        wanted_memory = request.memory if request is not None else 0
-        wanted_ephemeral = request.ephemeral_storage if request is not None else 0
-
-        def shortfall(
-            node_info: NodeInfo, cpu: int, memory: int, ephemeral: int, count: int
-        ) -> int:
-            """0 when the preemptor fits, else NodeResourcesFit's shortfall signature."""
-            if request is None:
-                return 0
-            allocatable = node_info.allocatable
-            bits = 0
-            if count + 1 > allocatable.allowed_pod_number:
-                bits = 1
-            if wanted_cpu > 0 and wanted_cpu > allocatable.milli_cpu - cpu:
-                bits |= 18 if wanted_cpu > allocatable.milli_cpu else 2
-            if wanted_memory > 0 and wanted_memory > allocatable.memory - memory:
-                bits |= 20 if wanted_memory > allocatable.memory else 4
-            if (
-                wanted_ephemeral > 0
-                and wanted_ephemeral > allocatable.ephemeral_storage - ephemeral
-            ):
-                bits |= 24 if wanted_ephemeral > allocatable.ephemeral_storage else 8
-            return bits
 
         def reference(node_info: NodeInfo) -> VictimSelection:
             return select_victims_on_node(

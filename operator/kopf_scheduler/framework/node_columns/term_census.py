@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kopf_scheduler.scheduler.fast_path.mirror import IntArray, NodeMirror
-from kopf_scheduler.scheduler.fast_path.value_keys import TermKey, term_key
+from kopf_scheduler.framework.node_columns.mirror import IntArray, NodeMirror
+from kopf_scheduler.framework.node_columns.value_keys import TermKey, term_key
 
 if TYPE_CHECKING:
     from kopf_scheduler.cache.node_info import NodeInfo

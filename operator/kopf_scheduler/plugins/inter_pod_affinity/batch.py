@@ -1,12 +1,13 @@
 """InterPodAffinity over node columns: its topology counts and weights, its Filter and its Score.
 
-The plugin's PreFilter and PreScore ask :class:`InterPodModel` (the
-:class:`~kopf_scheduler.plugins.inter_pod_affinity.counting.AffinityCounter` the scheduler
-offers) for their per-topology-pair numbers:
+When the scheduler offers its node columns, the plugin's PreFilter and PreScore ask
+:class:`AffinityColumns` (an
+:class:`~kopf_scheduler.plugins.inter_pod_affinity.counting.AffinityCounter`) for their
+per-topology-pair numbers:
 
 * the incoming pod's own terms select existing pods: a per-node count column per term (or, for
-  required affinity, per set of terms that must all match) from :mod:`.pod_counts`;
-* existing pods' terms select the incoming pod: each distinct term of the :mod:`.term_census`
+  required affinity, per set of terms that must all match) from the columns' pod counts;
+* existing pods' terms select the incoming pod: each distinct term of the columns' term census
   is matched once, and its occurrences per node are added up where it matches.
 
 Node positions are then summed per value of the term's topology key; a pair is listed when the
@@ -26,28 +27,27 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kopf_scheduler.framework.interfaces import MAX_NODE_SCORE
+from kopf_scheduler.framework.interfaces import MAX_NODE_SCORE, NodeRejections
+from kopf_scheduler.framework.node_columns.fallback import Fallback
+from kopf_scheduler.framework.node_columns.mirror import IntArray
+from kopf_scheduler.framework.node_columns.term_census import Role
+from kopf_scheduler.framework.node_columns.value_keys import term_key
 from kopf_scheduler.plugins.inter_pod_affinity.filtering import matches_all_terms
-from kopf_scheduler.scheduler.fast_path.fallback import Fallback
-from kopf_scheduler.scheduler.fast_path.mirror import BoolArray, IntArray, LabelColumn
-from kopf_scheduler.scheduler.fast_path.term_census import Role
-from kopf_scheduler.scheduler.fast_path.value_keys import term_key
 
 if TYPE_CHECKING:
     from kopf_scheduler.cache.node_info import NodeInfo
+    from kopf_scheduler.framework.node_columns.columns import NodeColumns
     from kopf_scheduler.model.affinity import AffinityTerm
     from kopf_scheduler.model.pod import Pod
     from kopf_scheduler.plugins.inter_pod_affinity.filtering import (
         PreFilterState,
         TopologyCounts,
-        TopologyPair,
     )
     from kopf_scheduler.plugins.inter_pod_affinity.scoring import (
         PreScoreState,
         TopologyScorer,
         TopologyScores,
     )
-    from kopf_scheduler.scheduler.fast_path.engine import FastPath
 
 UNSATISFIED_AFFINITY = 0
 """Filter rejection detail: the pod's required affinity is not met."""
@@ -62,37 +62,13 @@ _EXACT_LIMIT = 2**52
 """Largest raw score whose float64 normalisation equals Python's int division."""
 
 
-class _PairCodes:
-    """The (topology key, value) pairs of one label column by code, and the codes by pair.
-
-    Kept from one attempt to the next, so that turning per-code sums into the plugin's pair
-    counts, and back, runs without building a tuple or hashing a value per pair in Python.
-    """
-
-    __slots__ = ("codes", "column", "pairs")
-
-    def __init__(self, column: LabelColumn) -> None:
-        self.column = column
-        self.pairs: list[TopologyPair] = []
-        self.codes: dict[TopologyPair, int] = {}
-
-    def extend(self) -> _PairCodes:
-        """Take in the values the column interned since the last call."""
-        names = self.column.names
-        for code in range(len(self.pairs), len(names)):
-            pair = (self.column.key, names[code])
-            self.pairs.append(pair)
-            self.codes[pair] = code
-        return self
-
-
 class _PairSums:
     """Weighted sums per (topology key, label code), and which pairs received anything."""
 
-    __slots__ = ("_model", "_sums")
+    __slots__ = ("_nodes", "_sums")
 
-    def __init__(self, model: InterPodModel) -> None:
-        self._model = model
+    def __init__(self, nodes: NodeColumns) -> None:
+        self._nodes = nodes
         self._sums: dict[str, tuple[IntArray, IntArray]] = {}
         """Topology key -> (sums, contributions) by the key's label code."""
 
@@ -100,7 +76,7 @@ class _PairSums:
         self, topology_key: str, positions: IntArray, amounts: IntArray, weight: int = 1
     ) -> None:
         """Count ``amounts`` pods at node ``positions`` (``weight`` each) in their domains."""
-        column = self._model.pair_codes(topology_key).column
+        column = self._nodes.mirror.labels(topology_key)
         codes = column.codes[positions]
         present = codes >= 0
         codes = codes[present]
@@ -124,7 +100,7 @@ class _PairSums:
         """Pairs with a positive sum (PreFilter's counts)."""
         result: TopologyCounts = {}
         for topology_key, (sums, _) in self._sums.items():
-            pairs = self._model.pair_codes(topology_key).pairs
+            pairs, _ = self._nodes.mirror.labels(topology_key).pairs()
             positive = np.flatnonzero(sums > 0)
             found = map(pairs.__getitem__, positive.tolist())
             result.update(zip(found, sums[positive].tolist(), strict=True))
@@ -137,26 +113,19 @@ class _PairSums:
             touched = np.flatnonzero(contributions > 0)
             if not len(touched):
                 continue
-            names = self._model.pair_codes(topology_key).column.names
+            names = self._nodes.mirror.labels(topology_key).names
             values = map(names.__getitem__, touched.tolist())
             result[topology_key] = dict(zip(values, sums[touched].tolist(), strict=True))
         return result
 
 
-class InterPodModel:
-    """InterPodAffinity for one :class:`FastPath`."""
+class AffinityColumns:
+    """InterPodAffinity over one scheduler's :class:`NodeColumns`."""
 
-    def __init__(self, fast: FastPath) -> None:
-        self._fast = fast
-        self._pair_codes: dict[str, _PairCodes] = {}
+    __slots__ = ("_nodes",)
 
-    def pair_codes(self, topology_key: str) -> _PairCodes:
-        """The pairs of ``topology_key``'s label column, up to date."""
-        column = self._fast.mirror.labels(topology_key)
-        known = self._pair_codes.get(topology_key)
-        if known is None or known.column is not column:
-            known = self._pair_codes[topology_key] = _PairCodes(column)
-        return known.extend()
+    def __init__(self, nodes: NodeColumns) -> None:
+        self._nodes = nodes
 
     def _pair_tables(
         self, counts: TopologyCounts, topology_keys: Iterable[str]
@@ -168,12 +137,12 @@ class InterPodModel:
         for topology_key in topology_keys:
             if topology_key in tables:
                 continue
-            pair_codes = self.pair_codes(topology_key)
+            pairs, pair_codes = self._nodes.mirror.labels(topology_key).pairs()
             codes = np.fromiter(
-                map(pair_codes.codes.get, counts, repeat(-1)), dtype=np.int64, count=len(counts)
+                map(pair_codes.get, counts, repeat(-1)), dtype=np.int64, count=len(counts)
             )
             known = codes >= 0
-            table = np.zeros(len(pair_codes.pairs) + 1, dtype=np.int64)
+            table = np.zeros(len(pairs) + 1, dtype=np.int64)
             table[codes[known]] = amounts[known]
             tables[topology_key] = table
         return tables
@@ -184,18 +153,18 @@ class InterPodModel:
         def matches(pod: Pod) -> bool:
             return term.matches(pod.namespace, pod.labels, _NO_NAMESPACE_LABELS)
 
-        return self._fast.pod_counts.column(("term", term_key(term)), matches)
+        return self._nodes.pod_counts.column(("term", term_key(term)), matches)
 
     # AffinityCounter -----------------------------------------------------------------------------
 
     def existing_anti_affinity_counts(
         self, pod: Pod, namespace_labels: Mapping[str, str], nodes: Sequence[NodeInfo]
     ) -> TopologyCounts | None:
-        fast = self._fast
-        if not fast.serves(nodes):
+        node_columns = self._nodes
+        if not node_columns.serves(nodes):
             return None
-        sums = _PairSums(self)
-        for entry in fast.census.entries((Role.REQUIRED_ANTI_AFFINITY,)):
+        sums = _PairSums(node_columns)
+        for entry in node_columns.census.entries((Role.REQUIRED_ANTI_AFFINITY,)):
             term = entry.term
             if term.matches(pod.namespace, pod.labels, namespace_labels):
                 positions, occurrences = entry.arrays()
@@ -208,23 +177,23 @@ class InterPodModel:
         anti_affinity_terms: Sequence[AffinityTerm],
         nodes: Sequence[NodeInfo],
     ) -> tuple[TopologyCounts, TopologyCounts] | None:
-        fast = self._fast
-        if not fast.serves(nodes):
+        node_columns = self._nodes
+        if not node_columns.serves(nodes):
             return None
-        affinity = _PairSums(self)
+        affinity = _PairSums(node_columns)
         if affinity_terms:
             terms = tuple(affinity_terms)
 
             def matches_all(pod: Pod) -> bool:
                 return matches_all_terms(terms, pod)
 
-            matching = fast.pod_counts.column(
+            matching = node_columns.pod_counts.column(
                 ("all terms", tuple(term_key(term) for term in terms)), matches_all
             )
             positions = np.flatnonzero(matching)
             for term in terms:
                 affinity.add(term.topology_key, positions, matching[positions])
-        anti_affinity = _PairSums(self)
+        anti_affinity = _PairSums(node_columns)
         for term in anti_affinity_terms:
             matching = self._term_counts(term)
             positions = np.flatnonzero(matching)
@@ -234,10 +203,10 @@ class InterPodModel:
     def topology_scores(
         self, scorer: TopologyScorer, nodes: Sequence[NodeInfo]
     ) -> TopologyScores | None:
-        fast = self._fast
-        if not fast.serves(nodes):
+        node_columns = self._nodes
+        if not node_columns.serves(nodes):
             return None
-        sums = _PairSums(self)
+        sums = _PairSums(node_columns)
         for sign, terms in ((1, scorer.preferred_affinity), (-1, scorer.preferred_anti_affinity)):
             for weight, term in terms:
                 matching = self._term_counts(term)
@@ -245,7 +214,7 @@ class InterPodModel:
                 sums.add(term.topology_key, positions, matching[positions], sign * weight)
         incoming = scorer.incoming
         hard_weight = scorer.hard_pod_affinity_weight
-        for entry in fast.census.entries(_SCORING_ROLES):
+        for entry in node_columns.census.entries(_SCORING_ROLES):
             if entry.role is Role.REQUIRED_AFFINITY:
                 if hard_weight <= 0:
                     continue
@@ -262,10 +231,10 @@ class InterPodModel:
 
     # Filter --------------------------------------------------------------------------------------
 
-    def filter_failures(self, state: PreFilterState) -> tuple[BoolArray, IntArray] | None:
+    def filter_failures(self, state: PreFilterState) -> NodeRejections | None:
         """The nodes the plugin's Filter rejects and why (:data:`UNSATISFIED_AFFINITY`,
         :data:`BROKEN_ANTI_AFFINITY` or :data:`EXISTING_ANTI_AFFINITY`), or ``None``."""
-        mirror = self._fast.mirror
+        mirror = self._nodes.mirror
         size = mirror.size
         unsatisfied = np.zeros(size, dtype=np.bool_)
         if state.affinity_terms:
@@ -299,18 +268,23 @@ class InterPodModel:
         fails = unsatisfied | broken | existing
         if not fails.any():
             return None
-        detail = np.where(
+        detail: IntArray = np.where(
             unsatisfied,
             UNSATISFIED_AFFINITY,
             np.where(broken, BROKEN_ANTI_AFFINITY, EXISTING_ANTI_AFFINITY),
         )
-        return fails, detail
+
+        def reasons(positions: IntArray) -> IntArray:
+            picked: IntArray = detail[positions]
+            return picked
+
+        return NodeRejections(fails, reasons)
 
     # Score ---------------------------------------------------------------------------------------
 
     def scores(self, state: PreScoreState, positions: IntArray) -> IntArray:
         """``scoring.node_score`` then ``scoring.normalize`` for the nodes at ``positions``."""
-        mirror = self._fast.mirror
+        mirror = self._nodes.mirror
         raw = np.zeros(len(positions), dtype=np.int64)
         topology_scores = state.topology_scores
         for topology_key, by_value in topology_scores.items():

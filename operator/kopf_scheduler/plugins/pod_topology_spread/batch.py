@@ -1,8 +1,9 @@
 """PodTopologySpread over node columns: its domain counts, its Filter and its Score.
 
-The plugin's PreFilter and PreScore ask :meth:`SpreadModel.domain_totals` (the
-:class:`~kopf_scheduler.plugins.pod_topology_spread.counting.DomainCounter` the scheduler
-offers) for the matching pods per domain. The answer is built from a per-node count column of
+When the scheduler offers its node columns, the plugin's PreFilter and PreScore ask
+:meth:`SpreadColumns.domain_totals` (a
+:class:`~kopf_scheduler.plugins.pod_topology_spread.counting.DomainCounter`) for the matching
+pods per domain. The answer is built from a per-node count column of
 the constraint's selector (:mod:`.pod_counts`), masked by the nodes that count (topology keys
 present, inclusion policies) and summed per label value; domains come out in the order of
 their first eligible node, as the plugin's own walk lists them, so the critical paths built
@@ -20,25 +21,27 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
-import numpy.typing as npt
 
-from kopf_scheduler.framework.interfaces import MAX_NODE_SCORE
+from kopf_scheduler.framework.interfaces import MAX_NODE_SCORE, NodeRejections
+from kopf_scheduler.framework.node_columns.fallback import Fallback
+from kopf_scheduler.framework.node_columns.mirror import (
+    BoolArray,
+    FloatArray,
+    IntArray,
+    LabelColumn,
+)
+from kopf_scheduler.framework.node_columns.value_keys import selector_key
 from kopf_scheduler.model.affinity import HONOR
 from kopf_scheduler.model.node import HOSTNAME_LABEL
-from kopf_scheduler.scheduler.fast_path.fallback import Fallback
-from kopf_scheduler.scheduler.fast_path.mirror import BoolArray, IntArray, LabelColumn
-from kopf_scheduler.scheduler.fast_path.value_keys import selector_key
 
 if TYPE_CHECKING:
     from kopf_scheduler.cache.node_info import NodeInfo
+    from kopf_scheduler.framework.node_columns.columns import NodeColumns
     from kopf_scheduler.model.affinity import TopologySpreadConstraint
     from kopf_scheduler.model.pod import Pod
     from kopf_scheduler.model.selectors import LabelSelector
     from kopf_scheduler.plugins.pod_topology_spread.filtering import PreFilterState
     from kopf_scheduler.plugins.pod_topology_spread.scoring import PreScoreState
-    from kopf_scheduler.scheduler.fast_path.engine import FastPath
-
-FloatArray = npt.NDArray[np.float64]
 
 MISSING_KEY = 0
 """Filter rejection detail: the node lacks a constraint's topology key."""
@@ -71,15 +74,17 @@ def go_round_array(values: FloatArray) -> IntArray:
     return result
 
 
-class SpreadModel:
-    """PodTopologySpread for one :class:`FastPath`."""
+class SpreadColumns:
+    """PodTopologySpread over one scheduler's :class:`NodeColumns`."""
 
-    def __init__(self, fast: FastPath) -> None:
-        self._fast = fast
+    __slots__ = ("_nodes",)
+
+    def __init__(self, nodes: NodeColumns) -> None:
+        self._nodes = nodes
 
     def selector_counts(self, selector: LabelSelector, namespace: str) -> IntArray:
         """``count_pods_match_selector`` of every node (0 everywhere for an empty selector)."""
-        mirror = self._fast.mirror
+        mirror = self._nodes.mirror
         if selector.is_empty():
             return np.zeros(mirror.size, dtype=np.int64)
 
@@ -90,7 +95,7 @@ class SpreadModel:
                 and selector.matches(pod.labels)
             )
 
-        return self._fast.pod_counts.column(("spread", namespace, selector_key(selector)), matches)
+        return self._nodes.pod_counts.column(("spread", namespace, selector_key(selector)), matches)
 
     # DomainCounter -------------------------------------------------------------------------------
 
@@ -105,8 +110,7 @@ class SpreadModel:
     ) -> dict[int, dict[str, int]] | None:
         """The counts the plugin's walk finds, or ``None`` (the plugin then walks) for nodes
         other than the mirror's or a node affinity the node columns cannot evaluate."""
-        fast = self._fast
-        if not fast.serves(nodes):
+        if not self._nodes.serves(nodes):
             return None
         try:
             return self._domain_totals(pod, constraints, require_all_keys, indices)
@@ -120,8 +124,8 @@ class SpreadModel:
         require_all_keys: bool,
         indices: Sequence[int],
     ) -> dict[int, dict[str, int]]:
-        fast = self._fast
-        mirror = fast.mirror
+        node_columns = self._nodes
+        mirror = node_columns.mirror
         columns = [mirror.labels(constraint.topology_key) for constraint in constraints]
         counted = np.ones(mirror.size, dtype=np.bool_)
         if require_all_keys:
@@ -135,11 +139,11 @@ class SpreadModel:
             eligible = counted
             if constraint.node_affinity_policy == HONOR:
                 if affinity is None:
-                    affinity = fast.pod_node_affinity_mask(pod)
+                    affinity = node_columns.pod_node_affinity_mask(pod)
                 eligible = eligible & affinity
             if constraint.node_taints_policy == HONOR:
                 if tolerated is None:
-                    untolerated = fast.untolerated_mask(pod)
+                    untolerated = node_columns.untolerated_mask(pod)
                     tolerated = (
                         ~untolerated
                         if untolerated is not None
@@ -154,10 +158,10 @@ class SpreadModel:
 
     # Filter --------------------------------------------------------------------------------------
 
-    def filter_failures(self, state: PreFilterState, pod: Pod) -> tuple[BoolArray, IntArray] | None:
+    def filter_failures(self, state: PreFilterState, pod: Pod) -> NodeRejections | None:
         """The nodes ``filtering.check_node`` rejects and why (:data:`MISSING_KEY` or
         :data:`TOO_SKEWED`), or ``None`` when it rejects none."""
-        mirror = self._fast.mirror
+        mirror = self._nodes.mirror
         size = mirror.size
         undecided = np.ones(size, dtype=np.bool_)
         fails = np.zeros(size, dtype=np.bool_)
@@ -175,13 +179,20 @@ class SpreadModel:
             detail[undecided & missing] = MISSING_KEY
             fails |= undecided & (missing | skewed)
             undecided &= ~(missing | skewed)
-        return (fails, detail) if fails.any() else None
+        if not fails.any():
+            return None
+
+        def reasons(positions: IntArray) -> IntArray:
+            picked: IntArray = detail[positions]
+            return picked
+
+        return NodeRejections(fails, reasons)
 
     # Score ---------------------------------------------------------------------------------------
 
     def scores(self, state: PreScoreState, pod: Pod, positions: IntArray) -> IntArray:
         """``scoring.node_score`` then ``scoring.normalize`` for the nodes at ``positions``."""
-        mirror = self._fast.mirror
+        mirror = self._nodes.mirror
         count = len(positions)
         ignored_names = state.ignored_nodes
         if ignored_names:

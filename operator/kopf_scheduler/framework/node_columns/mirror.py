@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+FloatArray = npt.NDArray[np.float64]
 
 SAFE_LIMIT = 2**50
 """Largest magnitude of any mirrored amount: products by 100 and float conversions stay exact."""
@@ -67,10 +68,14 @@ class RowListener(Protocol):
         """Every position may now hold a different node."""
 
 
+LabelPair = tuple[str, str]
+"""(label key, label value)."""
+
+
 class LabelColumn:
     """One label key: each node's value as a small integer (-1 when the node lacks the key)."""
 
-    __slots__ = ("codes", "key", "names", "values")
+    __slots__ = ("_pair_codes", "_pairs", "codes", "key", "names", "values")
 
     def __init__(self, key: str, size: int) -> None:
         self.key = key
@@ -78,6 +83,8 @@ class LabelColumn:
         self.names: list[str] = []
         """The value of each code (codes are never reused)."""
         self.codes: IntArray = np.full(size, -1, dtype=np.int64)
+        self._pairs: list[LabelPair] = []
+        self._pair_codes: dict[LabelPair, int] = {}
 
     def intern(self, value: str | None) -> int:
         if value is None:
@@ -91,6 +98,20 @@ class LabelColumn:
     def code_of(self, value: str) -> int | None:
         """The code of ``value``, or ``None`` when no node has ever carried it."""
         return self.values.get(value)
+
+    def pairs(self) -> tuple[list[LabelPair], dict[LabelPair, int]]:
+        """The ``(key, value)`` pair of every code, and the code of every pair.
+
+        Kept from one call to the next, so that turning per-code sums into per-pair counts, and
+        back, runs without building a tuple or hashing a value per pair each time.
+        """
+        pairs = self._pairs
+        names = self.names
+        for code in range(len(pairs), len(names)):
+            pair = (self.key, names[code])
+            pairs.append(pair)
+            self._pair_codes[pair] = code
+        return pairs, self._pair_codes
 
 
 class NodeMirror:

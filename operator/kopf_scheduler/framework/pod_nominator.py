@@ -1,0 +1,35 @@
+"""What plugins and the runtime read of the nominations: the pods nominated to a node.
+
+A nominated pod (usually a preemptor waiting for its victims to go) holds room on its node; the
+runtime counts it there when it filters pods of equal or lower priority. The scheduling queue's
+nominator implements this; :class:`NoNominations` stands in where there is no queue.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from kopf_scheduler.framework.types import NominatingInfo
+    from kopf_scheduler.model.pod import Pod
+
+
+class PodNominator(Protocol):
+    def nominated_pods_for_node(self, node_name: str) -> list[Pod]: ...
+
+    def add_nominated_pod(self, pod: Pod, info: NominatingInfo | None) -> None: ...
+
+    def delete_nominated_pod_if_exists(self, pod: Pod) -> None: ...
+
+
+class NoNominations:
+    """A nominator that never holds a nomination."""
+
+    def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
+        return []
+
+    def add_nominated_pod(self, pod: Pod, info: NominatingInfo | None) -> None:
+        return None
+
+    def delete_nominated_pod_if_exists(self, pod: Pod) -> None:
+        return None
