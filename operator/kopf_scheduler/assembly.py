@@ -6,6 +6,7 @@ very same scheduling path with the same wiring; only the ports differ.
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,11 +31,13 @@ from kopf_scheduler.ports import (
     PodStatusWriter,
     StorageWriter,
 )
+from kopf_scheduler.queue.nominator import Nominator
 from kopf_scheduler.queue.scheduling_queue import SchedulingQueue
 from kopf_scheduler.scheduler.algorithm import Algorithm
 from kopf_scheduler.scheduler.explain import AttemptRecord
 from kopf_scheduler.scheduler.fast_path.victims import VictimSearch
 from kopf_scheduler.scheduler.loop import Scheduler
+from kopf_scheduler.scheduler.tasks import BackgroundTasks
 
 
 @dataclass
@@ -67,78 +70,85 @@ def build_scheduler(
     assumed_pod_ttl: float = DEFAULT_ASSUMED_POD_TTL,
     workload_selectors: Any = None,
 ) -> Scheduler:
-    """Wire a scheduler; must be called from within the running event loop."""
+    """Wire a scheduler; must be called from within the running event loop.
+
+    Every object is built whole, with what it needs passed in. Two knots are tied with callables
+    that name an object built a few lines further down: the plugins reach the queue (activating
+    pods, the nominator's view of queued pods) while the queue runs the plugins (PreEnqueue,
+    QueueSort, queueing hints). Neither callable runs before the queue exists.
+    """
     rng = random.Random(seed)
     metrics = ports.metrics if ports.metrics is not None else NullMetrics()
     clock = ports.clock
     snapshot = Snapshot()
     cache = Cache(clock.now, assumed_pod_ttl)
-    handles: dict[str, Handle] = {}
+    tasks = BackgroundTasks()
+    wakeup = asyncio.Event()
+    algorithm = Algorithm(
+        rng, config.percentage_of_nodes_to_score, fast_path=config.extensions.fast_path
+    )
+    accelerator = VictimSearch(algorithm.fast_path) if algorithm.fast_path is not None else None
+    queue: SchedulingQueue  # built after the profiles, which these two reach it through
+
+    def queued_pod(key: str) -> Pod | None:
+        return queue.queued_pod(key)
+
+    def activate(pods: list[Pod]) -> None:
+        queue.activate(pods)
+
+    nominator = Nominator(get_pod=view.get_pod, lookup=queued_pod)
     frameworks: dict[str, Framework] = {}
     for index, profile in enumerate(config.profiles):
         handle = Handle(
             snapshot=snapshot,
+            nominator=nominator,
             now=clock.now,
             sleep=clock.sleep,
             rng=rng,
             metrics=metrics,
             scheduler_name=profile.scheduler_name,
+            get_pod=view.get_pod,
+            pdbs=view.pdbs,
+            activate=activate,
+            spawn=tasks.spawn,
+            binder=ports.binder,
+            status_writer=ports.status_writer,
+            pod_deleter=ports.pod_deleter,
+            event_recorder=ports.event_recorder,
+            storage=view.storage,
+            storage_writer=ports.storage_writer,
+            workload_selectors=workload_selectors,
         )
-        handle.binder = ports.binder
-        handle.status_writer = ports.status_writer
-        handle.pod_deleter = ports.pod_deleter
-        handle.event_recorder = ports.event_recorder
-        handle.storage = view.storage
-        handle.storage_writer = ports.storage_writer
-        handle.get_pod = view.get_pod
-        handle.pdbs = view.pdbs
-        handle.workload_selectors = workload_selectors
-        plugins = build_profile_plugins(profile, handle, index)
-        percentage = profile.percentage_of_nodes_to_score
         frameworks[profile.scheduler_name] = Framework(
-            profile.scheduler_name, plugins, handle, percentage
+            profile.scheduler_name,
+            build_profile_plugins(profile, handle, index),
+            handle,
+            profile.percentage_of_nodes_to_score,
+            dry_run_accelerator=accelerator,
         )
-        handles[profile.scheduler_name] = handle
-
-    scheduler_ref: list[Scheduler] = []
-
-    def on_activity() -> None:
-        if scheduler_ref:
-            scheduler_ref[0].notify()
-
     queue = SchedulingQueue(
         frameworks,
         now=clock.now,
-        on_activity=on_activity,
+        on_activity=wakeup.set,
         get_pod=view.get_pod,
         metrics=metrics,
         pod_initial_backoff=config.pod_initial_backoff_seconds,
         pod_max_backoff=config.pod_max_backoff_seconds,
+        nominator=nominator,
     )
-    scheduler = Scheduler(
+    return Scheduler(
         profiles=frameworks,
         cache=cache,
         queue=queue,
         snapshot=snapshot,
-        algorithm=Algorithm(
-            rng, config.percentage_of_nodes_to_score, fast_path=config.extensions.fast_path
-        ),
+        algorithm=algorithm,
         clock=clock,
         status_writer=ports.status_writer,
         event_recorder=ports.event_recorder,
         get_pod=view.get_pod,
         metrics=metrics,
         on_attempt=on_attempt,
+        tasks=tasks,
+        wakeup=wakeup,
+        nomination_hygiene=config.extensions.nomination_hygiene,
     )
-    scheduler.nominations.enabled = config.extensions.nomination_hygiene
-    fast_path = scheduler.algorithm.fast_path
-    if fast_path is not None:
-        accelerator = VictimSearch(fast_path)
-        for framework in frameworks.values():
-            framework.dry_run_accelerator = accelerator
-    scheduler_ref.append(scheduler)
-    for handle in handles.values():
-        handle.nominator = queue.nominator
-        handle.activate = queue.activate
-        handle.spawn = scheduler.spawn
-    return scheduler

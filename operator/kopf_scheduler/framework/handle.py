@@ -2,7 +2,8 @@
 the storage objects, the API ports, and a way to reach back into the framework (preemption runs
 filters itself).
 
-The scheduler builds one Handle per profile and fills it before plugins are constructed.
+The scheduler builds one Handle per profile, whole, before the profile's plugins are built
+(``assembly.py``).
 """
 
 from __future__ import annotations
@@ -43,7 +44,19 @@ class Handle:
         rng: random.Random | None = None,
         metrics: Metrics | None = None,
         scheduler_name: str = "",
+        get_pod: Callable[[str], Pod | None] | None = None,
+        pdbs: Callable[[], list[PodDisruptionBudget]] | None = None,
+        activate: Callable[[list[Pod]], None] | None = None,
+        spawn: Callable[[Coroutine[Any, Any, None]], None] | None = None,
+        binder: Binder | None = None,
+        status_writer: PodStatusWriter | None = None,
+        pod_deleter: PodDeleter | None = None,
+        event_recorder: EventRecorder | None = None,
+        storage: StorageCache | None = None,
+        storage_writer: StorageWriter | None = None,
+        workload_selectors: Any = None,
     ) -> None:
+        """Every service is given here; what is left out is absent (tests leave out most)."""
         self.snapshot: Snapshot = snapshot if snapshot is not None else Snapshot()
         self.nominator: PodNominator = nominator if nominator is not None else NoNominations()
         self.now: Callable[[], float] = now if now is not None else (lambda: 0.0)
@@ -55,24 +68,31 @@ class Handle:
         self.metrics: Metrics = metrics if metrics is not None else NullMetrics()
         self.scheduler_name = scheduler_name
         self.framework: Framework | None = None
-        self.pdbs: Callable[[], list[PodDisruptionBudget]] = list
-        self.get_pod: Callable[[str], Pod | None] = lambda key: None
+        """The profile's framework, which names itself here as it is built around the handle."""
+        self.pdbs: Callable[[], list[PodDisruptionBudget]] = pdbs if pdbs is not None else list
+        self.get_pod: Callable[[str], Pod | None] = (
+            get_pod if get_pod is not None else (lambda key: None)
+        )
         """Look a pod up by ``namespace/name`` in the watch cache (the informer's lister)."""
-        self.activate: Callable[[list[Pod]], None] = lambda pods: None
+        self.activate: Callable[[list[Pod]], None] = (
+            activate if activate is not None else (lambda pods: None)
+        )
         """Move pods straight to the active queue (they are waiting for something that ended)."""
-        self.binder: Binder | None = None
-        self.status_writer: PodStatusWriter | None = None
-        self.pod_deleter: PodDeleter | None = None
-        self.event_recorder: EventRecorder | None = None
-        self.storage: StorageCache = StorageCache()
+        self.binder = binder
+        self.status_writer = status_writer
+        self.pod_deleter = pod_deleter
+        self.event_recorder = event_recorder
+        self.storage: StorageCache = storage if storage is not None else StorageCache()
         """Claims, volumes and the other storage objects, with volume binding's assumptions."""
-        self.storage_writer: StorageWriter | None = None
+        self.storage_writer = storage_writer
         """Where volume binding writes PV claimRefs and claims' selected-node annotations."""
-        self.workload_selectors: Any = None
+        self.workload_selectors = workload_selectors
         """Selectors of the workloads owning or selecting a pod (default topology spreading);
         ``None`` when the scheduler does not watch Services and controllers."""
-        self.spawn: Callable[[Coroutine[Any, Any, None]], None] = _close_unscheduled
-        """Run a coroutine in the background (async preemption); set by the scheduler loop."""
+        self.spawn: Callable[[Coroutine[Any, Any, None]], None] = (
+            spawn if spawn is not None else _close_unscheduled
+        )
+        """Run a coroutine in the background (async preemption): the scheduler's task runner."""
 
 
 def _close_unscheduled(coroutine: Coroutine[Any, Any, None]) -> None:

@@ -221,6 +221,7 @@ class Framework:
         plugins: ProfilePlugins,
         handle: ProfileHandle,
         percentage_of_nodes_to_score: int | None = None,
+        dry_run_accelerator: DryRunAccelerator | None = None,
     ) -> None:
         self.scheduler_name = scheduler_name
         self.plugins = plugins
@@ -229,8 +230,8 @@ class Framework:
         self._waiting: dict[str, _WaitingPod] = {}
         self._batch_filters: tuple[tuple[str, BatchFilter | None], ...] | None = None
         self._batch_scores: tuple[tuple[str, int, BatchScore | None], ...] | None = None
-        self.dry_run_accelerator: DryRunAccelerator | None = None
-        """Set by the scheduler when the vectorised fast path is on."""
+        self.dry_run_accelerator = dry_run_accelerator
+        """Faster preemption dry runs, given when the vectorised fast path is on."""
         handle.framework = self
 
     # Queueing --------------------------------------------------------------------------------

@@ -102,6 +102,7 @@ class SchedulingQueue:
         pod_initial_backoff: float = DEFAULT_POD_INITIAL_BACKOFF,
         pod_max_backoff: float = DEFAULT_POD_MAX_BACKOFF,
         pod_max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE,
+        nominator: Nominator | None = None,
     ) -> None:
         """Create an empty queue.
 
@@ -109,7 +110,9 @@ class SchedulingQueue:
         the queue (kube-scheduler requires all profiles to share it). ``get_pod`` looks a pod
         up in the watch cache by ``namespace/name``; the nominator uses it to refuse nominating
         deleted or bound pods. ``on_activity`` is called when a pod may have become poppable.
-        Durations are in seconds.
+        Durations are in seconds. ``nominator`` is the one the profiles' handles were given
+        (built before the queue, since the plugins the queue runs need it); by default the queue
+        makes its own.
         """
         if not profiles:
             raise ValueError("the scheduling queue needs at least one profile")
@@ -126,7 +129,9 @@ class SchedulingQueue:
         self._hints = HintRegistry(
             {name: profile.events_to_register() for name, profile in self._profiles.items()}
         )
-        self.nominator = Nominator(get_pod=get_pod, lookup=self._queued_pod)
+        if nominator is None:
+            nominator = Nominator(get_pod=get_pod, lookup=self.queued_pod)
+        self.nominator = nominator
         self._scheduling_cycle = 0
         self._move_request_cycle = -1
         self._sequence = itertools.count(1)
@@ -480,7 +485,8 @@ class SchedulingQueue:
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
         return self.nominator.nominated_pods_for_node(node_name)
 
-    def _queued_pod(self, key: str) -> Pod | None:
+    def queued_pod(self, key: str) -> Pod | None:
+        """The queued object of a pending pod by ``namespace/name``, wherever it waits."""
         info = self._active.get(key) or self._unschedulable.get(key) or self._backoff.get(key)
         return info.pod if info is not None else None
 

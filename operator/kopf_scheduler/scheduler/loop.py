@@ -50,7 +50,13 @@ class Scheduler:
         metrics: Metrics | None = None,
         on_attempt: Callable[[AttemptRecord], None] | None = None,
         max_binding_cycles: int = DEFAULT_MAX_BINDING_CYCLES,
+        tasks: BackgroundTasks | None = None,
+        wakeup: asyncio.Event | None = None,
+        nomination_hygiene: bool = True,
     ) -> None:
+        """``tasks`` runs the background work (the handles' ``spawn`` must use the same) and
+        ``wakeup`` is what the queue sets when a pod may have become poppable; both are made
+        here when not given."""
         self.profiles = profiles
         self.cache = cache
         self.queue = queue
@@ -63,8 +69,8 @@ class Scheduler:
         self.last_advanced: float | None = None
         """When :meth:`run` last took a step (a cycle, and the wait for its status patch);
         ``None`` while it waits for work. A value that grows old means the loop is stuck."""
-        self._wakeup = asyncio.Event()
-        self._tasks = BackgroundTasks()
+        self._wakeup = wakeup if wakeup is not None else asyncio.Event()
+        self._tasks = tasks if tasks is not None else BackgroundTasks()
         self._reporter = Reporter(
             clock=clock,
             snapshot=snapshot,
@@ -73,7 +79,7 @@ class Scheduler:
             on_attempt=on_attempt,
         )
         self.nominations = NominationHygiene(
-            enabled=True,
+            enabled=nomination_hygiene,
             status_writer=status_writer,
             nominated_pods_for_node=queue.nominator.nominated_pods_for_node,
             forget=queue.nominator.delete_nominated_pod_if_exists,
