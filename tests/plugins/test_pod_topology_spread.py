@@ -159,9 +159,7 @@ def setup(
 ) -> tuple[pod_topology_spread.PodTopologySpread, Snapshot]:
     infos = [NodeInfo(n, tuple(p for p in pods if p.node_name == n.name)) for n in nodes]
     snapshot = Snapshot.from_node_infos(infos)
-    handle = Handle(snapshot=snapshot)
-    if workloads is not None:
-        handle.workload_selectors = workloads  # type: ignore[attr-defined]
+    handle = Handle(snapshot=snapshot, workload_selectors=workloads)
     plugin = pod_topology_spread.new(
         args if args is not None else {"defaultingType": "List"}, handle
     )

@@ -250,12 +250,15 @@ def handle_with(
 ) -> Handle:
     infos = [item if isinstance(item, NodeInfo) else node_info(item) for item in nodes]
     clock = clock or FakeClock()
-    handle = Handle(snapshot=Snapshot.from_node_infos(infos), now=clock.now, sleep=clock.sleep)
-    handle.storage = storage
-    handle.storage_writer = writer
     by_key = {pod.key: pod for pod in pods}
-    handle.get_pod = by_key.get
-    return handle
+    return Handle(
+        snapshot=Snapshot.from_node_infos(infos),
+        now=clock.now,
+        sleep=clock.sleep,
+        storage=storage,
+        storage_writer=writer,
+        get_pod=by_key.get,
+    )
 
 
 def plugin_on(handle: Handle, args: Mapping[str, Any] | None = None) -> VolumeBinding:

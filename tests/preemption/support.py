@@ -270,6 +270,11 @@ def make_env(
     snapshot = Snapshot.from_node_infos(list(node_infos))
     metrics = FakeMetrics()
     nominator = FakeNominator()
+    writer = FakeStatusWriter()
+    deleter = FakeDeleter(store)
+    recorder = FakeRecorder()
+    spawned: list[Coroutine[Any, Any, None]] = []
+    activated: list[str] = []
     handle = Handle(
         snapshot=snapshot,
         nominator=nominator,
@@ -277,15 +282,14 @@ def make_env(
         rng=rng if rng is not None else random.Random(0),
         metrics=metrics,
         scheduler_name=scheduler_name,
+        get_pod=store.get,
+        pdbs=lambda: list(pdbs),
+        status_writer=writer,
+        pod_deleter=deleter,
+        event_recorder=recorder,
+        spawn=spawned.append,
+        activate=lambda pods: activated.extend(p.key for p in pods),
     )
-    writer = FakeStatusWriter()
-    deleter = FakeDeleter(store)
-    recorder = FakeRecorder()
-    handle.get_pod = store.get
-    handle.pdbs = lambda: list(pdbs)
-    handle.status_writer = writer
-    handle.pod_deleter = deleter
-    handle.event_recorder = recorder
     plugin = DefaultPreemption(handle, Args.parse(args), async_preemption=async_preemption)
     pre_filter_plugins: list[Any] = list(pre_filters)
     filter_plugins: list[Any] = list(filters)
@@ -302,10 +306,20 @@ def make_env(
         all=[plugin, *pre_filter_plugins, *filter_plugins],
     )
     framework = Framework(scheduler_name, profile, handle)
-    env = Env(handle, framework, plugin, store, writer, deleter, recorder, metrics, nominator)
+    env = Env(
+        handle,
+        framework,
+        plugin,
+        store,
+        writer,
+        deleter,
+        recorder,
+        metrics,
+        nominator,
+        spawned,
+        activated,
+    )
     _LIVE_ENVS.append(env)
-    handle.spawn = env.spawned.append
-    handle.activate = lambda pods: env.activated.extend(p.key for p in pods)
     return env
 
 

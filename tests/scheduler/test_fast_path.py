@@ -331,10 +331,14 @@ def build(world: World, workload_selectors: Any = None) -> Setup:
         if held:
             queued[pod.key] = pod
         nominator.add_nominated_pod(pod, NominatingInfo.override(node))
-    handle = Handle(snapshot=snapshot, nominator=nominator, scheduler_name=SCHEDULER)
-    handle.pdbs = lambda: list(world.pdbs)
-    handle.workload_selectors = (
-        workload_selectors if workload_selectors is not None else world.workload_selectors
+    handle = Handle(
+        snapshot=snapshot,
+        nominator=nominator,
+        scheduler_name=SCHEDULER,
+        pdbs=lambda: list(world.pdbs),
+        workload_selectors=(
+            workload_selectors if workload_selectors is not None else world.workload_selectors
+        ),
     )
     framework = Framework(
         SCHEDULER, build_profile_plugins(world.profile, handle), handle, world.percentage
