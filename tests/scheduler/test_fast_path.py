@@ -252,6 +252,25 @@ PROFILES = (
             "NodeResourcesBalancedAllocation": {"resources": [{"name": "cpu"}]},
         }
     ),
+    # No batch form for this strategy: NodeResourcesFit scores node by node beside the others'
+    # batch forms.
+    Profile(
+        plugin_config={
+            "NodeResourcesFit": {
+                "scoringStrategy": {
+                    "type": "RequestedToCapacityRatio",
+                    "resources": [{"name": "cpu", "weight": 2}, {"name": "memory", "weight": 1}],
+                    "requestedToCapacityRatio": {
+                        "shape": [
+                            {"utilization": 0, "score": 10},
+                            {"utilization": 60, "score": 3},
+                            {"utilization": 100, "score": 0},
+                        ]
+                    },
+                }
+            }
+        }
+    ),
 )
 
 
@@ -695,7 +714,7 @@ def _pod(name: str = "p") -> PodBuilder:
                 ),
             ),
             None,
-            (1, 0),
+            (1, 1),  # that plugin scores node by node, the others in their batch forms
             id="unmodelled-scoring-strategy",
         ),
         pytest.param(

@@ -504,48 +504,70 @@ class Framework:
     ) -> tuple[list[NodePluginScores], Status]:
         totals = [NodePluginScores(n.name) for n in nodes]
         skip = state.skip_score_plugins
-        timed = state.record_plugin_metrics
         for plugin, weight in self.plugins.score:
             if plugin.name in skip:
                 continue
-            scores: list[NodeScore] = []
-            for node_info in nodes:
-                started = self.handle.now() if timed else 0.0
-                value, status = plugin.score(state, pod, node_info)
-                if timed:
-                    self.observe_plugin("Score", plugin.name, started, status)
-                if not status.is_success():
-                    return [], Status.from_error(
-                        RuntimeError(f'running Score plugin "{plugin.name}": {status.message()}'),
-                        plugin.name,
-                    )
-                scores.append(NodeScore(node_info.name, value))
-            extensions = plugin.score_extensions()
-            if extensions is not None:
-                started = self.handle.now() if timed else 0.0
-                status = extensions.normalize_score(state, pod, scores)
-                if timed:
-                    self.observe_plugin("ScoreExtensionNormalize", plugin.name, started, status)
-                if not status.is_success():
-                    return [], Status.from_error(
-                        RuntimeError(f"running Normalize on Score plugins: {status.message()}"),
-                        plugin.name,
-                    )
+            scores, status = self._plugin_scores(plugin, state, pod, nodes)
+            if not status.is_success():
+                return [], status
             name = plugin.name
             for total, node_score in zip(totals, scores, strict=True):
-                value = node_score.score
-                if value > MAX_NODE_SCORE or value < MIN_NODE_SCORE:
-                    return [], Status.from_error(
-                        RuntimeError(
-                            f"plugin {name!r} returns an invalid score {value}, it should in the "
-                            f"range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
-                        ),
-                        name,
-                    )
-                weighted = value * weight
+                weighted = node_score.score * weight
                 total.scores[name] = weighted
                 total.total += weighted
         return totals, SUCCESS
+
+    def run_score_plugin(
+        self, name: str, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[int], Status]:
+        """The Score plugin ``name`` on ``nodes`` by its per-node method, normalised and checked
+        as in :meth:`run_score` (its weight not applied); for an attempt whose other scores are
+        batch forms."""
+        plugin = next(plugin for plugin, _ in self.plugins.score if plugin.name == name)
+        scores, status = self._plugin_scores(plugin, state, pod, nodes)
+        return [node_score.score for node_score in scores], status
+
+    def _plugin_scores(
+        self, plugin: ScorePlugin, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[NodeScore], Status]:
+        """One Score plugin's scores of ``nodes`` after NormalizeScore, or the error that ends
+        the attempt (a failed score or normalisation, a score out of range)."""
+        timed = state.record_plugin_metrics
+        scores: list[NodeScore] = []
+        for node_info in nodes:
+            started = self.handle.now() if timed else 0.0
+            value, status = plugin.score(state, pod, node_info)
+            if timed:
+                self.observe_plugin("Score", plugin.name, started, status)
+            if not status.is_success():
+                return [], Status.from_error(
+                    RuntimeError(f'running Score plugin "{plugin.name}": {status.message()}'),
+                    plugin.name,
+                )
+            scores.append(NodeScore(node_info.name, value))
+        extensions = plugin.score_extensions()
+        if extensions is not None:
+            started = self.handle.now() if timed else 0.0
+            status = extensions.normalize_score(state, pod, scores)
+            if timed:
+                self.observe_plugin("ScoreExtensionNormalize", plugin.name, started, status)
+            if not status.is_success():
+                return [], Status.from_error(
+                    RuntimeError(f"running Normalize on Score plugins: {status.message()}"),
+                    plugin.name,
+                )
+        name = plugin.name
+        for node_score in scores:
+            value = node_score.score
+            if value > MAX_NODE_SCORE or value < MIN_NODE_SCORE:
+                return [], Status.from_error(
+                    RuntimeError(
+                        f"plugin {name!r} returns an invalid score {value}, it should in the "
+                        f"range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                    ),
+                    name,
+                )
+        return scores, SUCCESS
 
     # Reserve, permit, binding -----------------------------------------------------------------
 

@@ -424,18 +424,31 @@ class FastPath:
         positions: IntArray,
     ) -> ScoreResult | None:
         """The weighted scores of ``positions`` after PreScore ran; ``None``: use the per-node
-        path."""
+        path.
+
+        Plugins with a batch form score the columns; the others score the same nodes by their
+        per-node method, so one plugin without a batch form does not send the whole attempt
+        node by node. A failed or out-of-range score leaves the attempt to the per-node path,
+        which reports it.
+        """
         scores = framework.batch_scores()
         skip = state.skip_score_plugins
-        if not all(batch is not None or name in skip for name, _, batch in scores):
-            return None
         plugin_scores: list[tuple[str, IntArray]] = []
         totals = np.zeros(len(positions), dtype=np.int64)
+        infos: list[NodeInfo] | None = None
         try:
             for name, weight, batch in scores:
-                if batch is None or name in skip:
+                if name in skip:
                     continue
-                values = batch.score_nodes(state, pod, self.columns, positions)
+                if batch is None:
+                    if infos is None:
+                        infos = feasible_infos(self.mirror, positions)
+                    per_node, status = framework.run_score_plugin(name, state, pod, infos)
+                    if not status.is_success():
+                        return None
+                    values = np.array(per_node, dtype=np.int64)
+                else:
+                    values = batch.score_nodes(state, pod, self.columns, positions)
                 if len(values) and (values.min() < 0 or values.max() > MAX_NODE_SCORE):
                     return None
                 weighted = values * weight
