@@ -33,6 +33,7 @@ from kopf_scheduler.config.profiles import build_profile_plugins
 from kopf_scheduler.config.types import Profile
 from kopf_scheduler.framework.cycle_state import CycleState
 from kopf_scheduler.framework.handle import Handle
+from kopf_scheduler.framework.node_columns.fallback import Fallback
 from kopf_scheduler.framework.runtime import Framework
 from kopf_scheduler.framework.types import Diagnosis, FitError, NodePluginScores, NominatingInfo
 from kopf_scheduler.model.node import Node
@@ -964,3 +965,51 @@ def test_attempt_record_builds_deferred_fields_on_first_read() -> None:
     plain = AttemptRecord("default/q", SCHEDULER, 1, 1, 0.0, "unschedulable")
     assert plain.nodes == [] and plain.preemption is None
     assert AttemptRecord("default/q", SCHEDULER, 1, 1, 0.0, "x").nodes is not plain.nodes
+
+
+def test_a_batch_form_that_falls_back_costs_no_per_node_scoring_twice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """When a batch form cannot serve the pod, the per-node path scores the attempt once; a
+    plugin without a batch form is not run over the same nodes beforehand as well."""
+    profile = Profile(
+        plugin_config={
+            "NodeResourcesFit": {
+                "scoringStrategy": {
+                    "type": "RequestedToCapacityRatio",
+                    "requestedToCapacityRatio": {
+                        "shape": [
+                            {"utilization": 0, "score": 0},
+                            {"utilization": 100, "score": 10},
+                        ]
+                    },
+                }
+            }
+        }
+    )
+    world = _basic_world([_pod().obj()], profile=profile)
+    setup = build(world)
+    framework = setup.framework
+    per_node = next(p for p, _ in framework.plugins.score if p.name == "NodeResourcesFit")
+    calls: list[str] = []
+    real_score = per_node.score
+
+    def counted_score(state: CycleState, pod: Pod, node_info: Any) -> Any:
+        calls.append(node_info.node.name)
+        return real_score(state, pod, node_info)
+
+    monkeypatch.setattr(per_node, "score", counted_score)
+    falling_back = next(
+        batch for name, _, batch in framework.batch_scores() if name == "ImageLocality"
+    )
+    assert falling_back is not None
+
+    def fall_back(*_: Any) -> Any:
+        raise Fallback
+
+    monkeypatch.setattr(falling_back, "score_nodes", fall_back)
+    fast = Algorithm(random.Random(1))
+    outcome = attempt(fast, setup, Pod(world.pending[0]))[0]
+    assert outcome[0] == "scheduled"
+    assert sorted(calls) == sorted(set(calls)), "a node was scored twice by the same plugin"
+    assert len(calls) == len(outcome[3])  # once per feasible node, by the per-node path

@@ -431,31 +431,36 @@ class FastPath:
         node by node. A failed or out-of-range score leaves the attempt to the per-node path,
         which reports it.
         """
-        scores = framework.batch_scores()
-        skip = state.skip_score_plugins
-        plugin_scores: list[tuple[str, IntArray]] = []
-        totals = np.zeros(len(positions), dtype=np.int64)
-        infos: list[NodeInfo] | None = None
+        scores = [
+            entry for entry in framework.batch_scores() if entry[0] not in state.skip_score_plugins
+        ]
+        columns: dict[str, IntArray] = {}
         try:
-            for name, weight, batch in scores:
-                if name in skip:
-                    continue
-                if batch is None:
-                    if infos is None:
-                        infos = feasible_infos(self.mirror, positions)
-                    per_node, status = framework.run_score_plugin(name, state, pod, infos)
-                    if not status.is_success():
-                        return None
-                    values = np.array(per_node, dtype=np.int64)
-                else:
-                    values = batch.score_nodes(state, pod, self.columns, positions)
-                if len(values) and (values.min() < 0 or values.max() > MAX_NODE_SCORE):
-                    return None
-                weighted = values * weight
-                plugin_scores.append((name, weighted))
-                totals += weighted
+            # The batch forms first: one that cannot serve this pod raises Fallback before any
+            # per-node plugin has spent its time on nodes the per-node path would score again.
+            for name, _, batch in scores:
+                if batch is not None:
+                    columns[name] = batch.score_nodes(state, pod, self.columns, positions)
         except Fallback:
             return None
+        infos: list[NodeInfo] | None = None
+        plugin_scores: list[tuple[str, IntArray]] = []
+        totals = np.zeros(len(positions), dtype=np.int64)
+        for name, weight, batch in scores:
+            if batch is None:
+                if infos is None:
+                    infos = feasible_infos(self.mirror, positions)
+                per_node, status = framework.run_score_plugin(name, state, pod, infos)
+                if not status.is_success():
+                    return None
+                values = np.array(per_node, dtype=np.int64)
+            else:
+                values = columns[name]
+            if len(values) and (values.min() < 0 or values.max() > MAX_NODE_SCORE):
+                return None
+            weighted = values * weight
+            plugin_scores.append((name, weighted))
+            totals += weighted
         self.used_score += 1
         return ScoreResult(positions, self.mirror.names, plugin_scores, totals)
 
