@@ -34,6 +34,7 @@ from kopf_scheduler.ports import (
 from kopf_scheduler.queue.nominator import Nominator
 from kopf_scheduler.queue.scheduling_queue import SchedulingQueue
 from kopf_scheduler.scheduler.algorithm import Algorithm
+from kopf_scheduler.scheduler.binding_cycle import DEFAULT_MAX_BINDING_CYCLES
 from kopf_scheduler.scheduler.explain import AttemptRecord
 from kopf_scheduler.scheduler.fast_path.victims import VictimSearch
 from kopf_scheduler.scheduler.loop import Scheduler
@@ -69,6 +70,7 @@ def build_scheduler(
     on_attempt: Callable[[AttemptRecord], None] | None = None,
     assumed_pod_ttl: float = DEFAULT_ASSUMED_POD_TTL,
     workload_selectors: Any = None,
+    max_binding_cycles: int = DEFAULT_MAX_BINDING_CYCLES,
 ) -> Scheduler:
     """Wire a scheduler; must be called from within the running event loop.
 
@@ -151,4 +153,5 @@ def build_scheduler(
         tasks=tasks,
         wakeup=wakeup,
         nomination_hygiene=config.extensions.nomination_hygiene,
+        max_binding_cycles=max_binding_cycles,
     )

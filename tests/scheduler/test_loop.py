@@ -230,17 +230,17 @@ async def test_the_loop_takes_the_next_pod_only_once_a_failures_status_patch_is_
     """As kube-scheduler's failure handler, which patches the pod before the loop goes on."""
     sim = Simulation(default_config())
     scheduler = sim.start()
-    real_writer = scheduler.status_writer
+    real_writer = sim.cluster.patch_status
     release = asyncio.Event()
     patched: list[str] = []
 
     class HeldWriter:
         async def patch_status(self, pod: PodRef, patch: PodStatusPatch) -> None:
             await release.wait()
-            await real_writer.patch_status(pod, patch)
+            await real_writer(pod, patch)
             patched.append(pod.key)
 
-    scheduler.status_writer = HeldWriter()
+    sim.cluster.patch_status = HeldWriter().patch_status  # type: ignore[method-assign]
     sim.apply(make_node("n1").capacity(cpu="1", memory="4Gi", pods=10).obj())
     sim.apply(pod("big", cpu="2").priority(10).obj())
     sim.apply(pod("small", cpu="500m").obj())
@@ -286,15 +286,15 @@ async def test_about_one_cycle_in_ten_times_its_plugins() -> None:
 async def test_the_loop_reports_when_it_last_advanced_and_when_it_waits_for_work() -> None:
     sim = Simulation(default_config())
     scheduler = sim.start()
-    real_writer = scheduler.status_writer
+    real_writer = sim.cluster.patch_status
     release = asyncio.Event()
 
     class HeldWriter:
         async def patch_status(self, pod: PodRef, patch: PodStatusPatch) -> None:
             await release.wait()
-            await real_writer.patch_status(pod, patch)
+            await real_writer(pod, patch)
 
-    scheduler.status_writer = HeldWriter()
+    sim.cluster.patch_status = HeldWriter().patch_status  # type: ignore[method-assign]
     sim.apply(make_node("n1").capacity(cpu="1", memory="4Gi", pods=10).obj())
     sim.apply(pod("big", cpu="2").obj())
     stop = asyncio.Event()

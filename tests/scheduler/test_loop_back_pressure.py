@@ -100,8 +100,12 @@ async def until_bound(simulation: Simulation, *names: str) -> None:
 
 
 @pytest.fixture
-async def sim(kmock: kmock.RawHandler) -> AsyncIterator[tuple[Simulation, ThrottlingServer]]:
-    sim = Simulation(default_config())
+async def sim(
+    kmock: kmock.RawHandler, request: pytest.FixtureRequest
+) -> AsyncIterator[tuple[Simulation, ThrottlingServer]]:
+    """The simulation with ``request.param`` places for binding cycles, binding through a
+    throttling API server."""
+    sim = Simulation(default_config(), max_binding_cycles=request.param)
     client = ApiClient(Configuration(host=str(kmock.url).rstrip("/")))
     api = Api(client, limiter=Unlimited(), clock=sim.clock, timeout=10.0)
     server = ThrottlingServer(sim)
@@ -111,12 +115,12 @@ async def sim(kmock: kmock.RawHandler) -> AsyncIterator[tuple[Simulation, Thrott
     await api.close()
 
 
+@pytest.mark.parametrize("sim", [LIMIT], indirect=True)
 async def test_under_sustained_429s_bindings_stay_bounded_and_each_pod_binds_once(
     sim: tuple[Simulation, ThrottlingServer],
 ) -> None:
     simulation, server = sim
     scheduler = simulation.start()
-    scheduler.max_binding_cycles = LIMIT
     simulation.apply(make_node("n1").capacity(cpu="64", memory="64Gi", pods=110).obj())
     names = [f"p{i}" for i in range(PODS)]
     for name in names:
@@ -161,13 +165,13 @@ async def test_under_sustained_429s_bindings_stay_bounded_and_each_pod_binds_onc
     assert sorted(scheduled) == sorted(keys)
 
 
+@pytest.mark.parametrize("sim", [1], indirect=True)
 async def test_the_loop_waits_for_a_binding_place_and_goes_on_when_one_frees(
     sim: tuple[Simulation, ThrottlingServer],
 ) -> None:
     """With one place, the second pod is popped only after the first pod's binding ended."""
     simulation, server = sim
     scheduler = simulation.start()
-    scheduler.max_binding_cycles = 1
     simulation.apply(make_node("n1").capacity(cpu="8", memory="8Gi", pods=110).obj())
     simulation.apply(make_pod("first").scheduler(SCHED).req(cpu="100m").priority(10).obj())
     simulation.apply(make_pod("second").scheduler(SCHED).req(cpu="100m").obj())
@@ -188,11 +192,10 @@ async def test_the_loop_waits_for_a_binding_place_and_goes_on_when_one_frees(
 async def test_a_failed_binding_holds_its_place_until_the_pods_status_is_patched() -> None:
     """As upstream's binding goroutine, which runs the failure handler before it ends: under a
     slow API server the status patches of failed bindings count against the bound too."""
-    simulation = Simulation(default_config())
+    simulation = Simulation(default_config(), max_binding_cycles=1)
     scheduler = simulation.start()
-    scheduler.max_binding_cycles = 1
     bind = simulation.cluster.bind
-    real_writer = scheduler.status_writer
+    real_writer = simulation.cluster.patch_status
     release = asyncio.Event()
     refused: list[str] = []
 
@@ -205,10 +208,10 @@ async def test_a_failed_binding_holds_its_place_until_the_pods_status_is_patched
     class HeldWriter:
         async def patch_status(self, pod: PodRef, patch: PodStatusPatch) -> None:
             await release.wait()
-            await real_writer.patch_status(pod, patch)
+            await real_writer(pod, patch)
 
     simulation.cluster.bind = refuse_first  # type: ignore[method-assign]
-    scheduler.status_writer = HeldWriter()
+    simulation.cluster.patch_status = HeldWriter().patch_status  # type: ignore[method-assign]
     simulation.apply(make_node("n1").capacity(cpu="8", memory="8Gi", pods=110).obj())
     simulation.apply(make_pod("first").scheduler(SCHED).req(cpu="100m").priority(10).obj())
     simulation.apply(make_pod("second").scheduler(SCHED).req(cpu="100m").obj())

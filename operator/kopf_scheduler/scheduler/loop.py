@@ -119,27 +119,9 @@ class Scheduler:
         )
 
     @property
-    def status_writer(self) -> PodStatusWriter:
-        """Where failures' status patches go."""
-        return self._reporter.status_writer
-
-    @status_writer.setter
-    def status_writer(self, writer: PodStatusWriter) -> None:
-        self._reporter.status_writer = writer
-
-    @property
     def cycle(self) -> int:
         """The number of the last scheduling cycle that ran the algorithm."""
         return self._scheduling.cycle
-
-    @property
-    def max_binding_cycles(self) -> int:
-        """:meth:`run` pops no pod while this many binding cycles are unfinished."""
-        return self._bindings.limit
-
-    @max_binding_cycles.setter
-    def max_binding_cycles(self, limit: int) -> None:
-        self._bindings.limit = limit
 
     @property
     def binding_cycles(self) -> int:

@@ -25,6 +25,7 @@ from kopf_scheduler.config.types import SchedulerConfig
 from kopf_scheduler.informer.handlers import EventHandlers
 from kopf_scheduler.informer.store import Store
 from kopf_scheduler.queue.scheduling_queue import SchedulingQueue
+from kopf_scheduler.scheduler.binding_cycle import DEFAULT_MAX_BINDING_CYCLES
 from kopf_scheduler.scheduler.explain import AttemptRecord
 from kopf_scheduler.scheduler.loop import Scheduler
 from kopf_scheduler.sim.clock import VirtualClock
@@ -61,9 +62,15 @@ class SimulationResult:
 
 class Simulation:
     def __init__(
-        self, config: SchedulerConfig, *, seed: int = 0, max_virtual_seconds: float = 24 * 3600.0
+        self,
+        config: SchedulerConfig,
+        *,
+        seed: int = 0,
+        max_virtual_seconds: float = 24 * 3600.0,
+        max_binding_cycles: int = DEFAULT_MAX_BINDING_CYCLES,
     ) -> None:
         self.config = config
+        self.max_binding_cycles = max_binding_cycles
         self.seed = seed
         self.max_virtual_seconds = max_virtual_seconds
         self.clock = VirtualClock()
@@ -80,7 +87,12 @@ class Simulation:
         ports = Ports(self.clock, cluster, cluster, cluster, cluster, storage_writer=cluster)
         view = ClusterView(self.store.get_pod, self.store.list_pdbs, self.store.storage)
         scheduler = build_scheduler(
-            self.config, ports, view, seed=self.seed, on_attempt=self.attempts.append
+            self.config,
+            ports,
+            view,
+            seed=self.seed,
+            on_attempt=self.attempts.append,
+            max_binding_cycles=self.max_binding_cycles,
         )
         handlers = EventHandlers(scheduler, self.store)
         routes = {
