@@ -120,12 +120,11 @@ class SchedulingCycle:
         self.queue.nominator.delete_nominated_pod_if_exists(pod)
 
         status = framework.run_reserve(state, assumed, host)
-        if not status.is_success():
-            framework.run_unreserve(state, assumed, host)
-            self.cache.forget_pod(assumed)
-            return self._failed(attempt.failed_on(host, status))
-        status = framework.run_permit(state, assumed, host)
+        if status.is_success():
+            status = framework.run_permit(state, assumed, host)
         if not status.is_success() and not status.is_wait():
+            # Reserve failed or Permit refused: every Reserve plugin undoes its part (upstream
+            # runs Unreserve on all of them either way), and the pod leaves the cache.
             framework.run_unreserve(state, assumed, host)
             self.cache.forget_pod(assumed)
             return self._failed(attempt.failed_on(host, status))
