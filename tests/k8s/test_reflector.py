@@ -255,3 +255,25 @@ async def test_objects_a_watch_adds_report_their_delivery_lag(
     registry = metrics.registry
     assert registry.get_sample_value(f"{m.WATCH_DELIVERY_LAG}_count", labels) == 1
     assert registry.get_sample_value(f"{m.WATCH_DELIVERY_LAG}_sum", labels) == 2.0
+
+
+async def test_objects_are_kept_and_delivered_without_managed_fields(
+    kmock: kmock.RawHandler, api: Api
+) -> None:
+    """As kube-scheduler's pod informer: the writers' field bookkeeping is dropped on arrival,
+    from listed and from watched objects alike."""
+    entries = [{"manager": "kubelet", "operation": "Update", "fieldsV1": {"f:status": {}}}]
+    listed, watched = pod("a", "7"), pod("b", "11")
+    listed["metadata"]["managedFields"] = entries
+    watched["metadata"]["managedFields"] = entries
+    server = Server(lists=[pod_list("10", listed)], watches=[(event("ADDED", watched),)])
+    kmock[f"get {PODS}"] << server
+    seen: list[dict[str, Any]] = []
+    reflector = Reflector(api, PODS, lambda _, raw: seen.append(raw))
+
+    await reflector.list()
+    await reflector.watch_once()
+
+    assert [raw["metadata"]["name"] for raw in seen] == ["a", "b"]
+    assert all("managedFields" not in raw["metadata"] for raw in seen)
+    assert all(raw["metadata"]["uid"] for raw in seen)

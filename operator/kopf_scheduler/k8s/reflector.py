@@ -26,6 +26,11 @@ Semantics follow client-go's reflector:
   old) it lists again, so deletions that happened in between are still delivered; after other
   failures it waits with a capped exponential backoff and resumes from the same version.
 
+Objects are kept and delivered without ``metadata.managedFields``, as kube-scheduler's pod
+informer drops them: the server-side-apply bookkeeping of every writer (the creator, the kubelet's
+status updates) is often the largest part of a pod, the scheduler never reads it, and each pod's
+decoded copy lives as long as the pod does.
+
 For every object a watch adds (not a listing: those may be days old), the lag from its
 ``creationTimestamp`` to the moment its event is handled here is observed in
 ``kopf_scheduler_watch_delivery_lag_seconds``: a pod's latency from creation to binding starts
@@ -124,6 +129,7 @@ class Reflector:
         result = await self._api.list(self.path, self._query)
         fresh: dict[str, dict[str, Any]] = {}
         for raw in result.items:
+            _drop_managed_fields(raw)
             fresh[object_key(raw)] = raw
             self._safely_deliver(ADDED, raw)
         for key, gone in self._known.items():
@@ -184,6 +190,7 @@ class Reflector:
             return
         if event_type not in (ADDED, MODIFIED, DELETED):
             return
+        _drop_managed_fields(raw)
         key = object_key(raw)
         if event_type == DELETED:
             self._known.pop(key, None)
@@ -213,3 +220,9 @@ class Reflector:
         except Exception:
             # A bug in one event must not stop the watch of every other object.
             logger.exception("event_handling_failed", path=self.path, event_type=event_type)
+
+
+def _drop_managed_fields(raw: dict[str, Any]) -> None:
+    metadata = raw.get("metadata")
+    if isinstance(metadata, dict):
+        metadata.pop("managedFields", None)
