@@ -60,6 +60,9 @@ class Scenario:
     ``victims`` (every preemptor evicted exactly three pods)."""
     ratio: float = 1.0
     """1.0 is the full shape; smaller values are scaled-down copies."""
+    drain: bool = False
+    """The measured pods are all created before the scheduler starts: the figure is then the
+    scheduler's own (start-up, caches, cycles, bindings), not the pod creator's pace."""
 
     @property
     def init_count(self) -> int:
@@ -87,6 +90,8 @@ class Scenario:
         text = f"{self.nodes} nodes, init {init}, measured {measured}"
         if self.arrivals is not None:
             text += f", {self.arrivals.per_second:g} {self.arrivals.kind}/s"
+        if self.drain:
+            text += ", all pending before the scheduler starts"
         return text
 
     def scaled(self, ratio: float) -> Scenario:
@@ -114,6 +119,7 @@ class Scenario:
             "init": [dataclasses.asdict(g) for g in self.init],
             "measured": [dataclasses.asdict(g) for g in self.measured],
             "arrivals": dataclasses.asdict(self.arrivals) if self.arrivals else None,
+            "drain": self.drain,
             "shape": self.shape(),
         }
 
@@ -233,6 +239,14 @@ SCENARIOS: dict[str, Scenario] = {
             5000,
             (Group("csi", 5000),),
             (Group("csi", 1000),),
+        ),
+        Scenario(
+            "D1",
+            "BurstDrain/5000Nodes_10000Pods",
+            5000,
+            (Group("default", 1000),),
+            (Group("default", 10000),),
+            drain=True,
         ),
     )
 }
