@@ -4,6 +4,7 @@
     python -m bench full             # all scenarios, both ways
     python -m bench run --inprocess S1,S2@0.2 --e2e S1 --qps 5000/5000,50/100
     python -m bench inprocess-one S2@0.2 --out result.json   # one scenario, this process
+    python -m bench memory S2        # what the scheduler's memory holds after S2 in process
 
 Each in-process scenario runs in its own subprocess, so its peak RSS is its own. The
 end-to-end runs share one local cluster in ``LOCALCLUSTER_DIR`` (default ``/tmp/lc-bench``),
@@ -295,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
     one.add_argument("--seed", type=int, default=0)
     render = sub.add_parser("render", help="print the docs section of a results file")
     render.add_argument("path")
+    memory = sub.add_parser("memory", help="what the scheduler's memory holds after a scenario")
+    memory.add_argument("spec", help="an in-process scenario, e.g. S2 or S2@3")
     image = sub.add_parser("image", help="the container image's size and idle/busy memory")
     image.add_argument("--nodes", type=int, default=100, help="kwok nodes (default 100)")
     image.add_argument("--pods", type=int, default=500, help="pods to bind (default 500)")
@@ -304,6 +307,12 @@ def main(argv: list[str] | None = None) -> int:
         from bench.image import measure, render_figures
 
         print(render_figures(measure(args.nodes, args.pods)))
+        return 0
+
+    if args.command == "memory":
+        from bench import memory as memory_breakdown
+
+        print(memory_breakdown.render(memory_breakdown.run(scenario(args.spec))))
         return 0
 
     if args.command == "inprocess-one":

@@ -205,7 +205,12 @@ def _bench_simulation(seed: int) -> Simulation:
     return Simulation(config, seed=seed)
 
 
-async def _run(scenario: Scenario, seed: int, configure_logs: bool) -> dict[str, Any]:
+async def _run(
+    scenario: Scenario,
+    seed: int,
+    configure_logs: bool,
+    inspect: Callable[[Simulation], None] | None = None,
+) -> dict[str, Any]:
     if configure_logs:
         configure_logging("warning", "console")
     tune_for_large_heap()
@@ -290,6 +295,8 @@ async def _run(scenario: Scenario, seed: int, configure_logs: bool) -> dict[str,
         "peak_rss_mb": peak_rss_mb(),
     }
     result["checks"] = check(scenario, sim.cluster.pods.values(), zones, probe.victims)
+    if inspect is not None:
+        inspect(sim)
     return result
 
 
@@ -340,3 +347,10 @@ def run_inprocess(scenario: Scenario, seed: int = 0, configure_logs: bool = True
     be part of the timing otherwise); tests that share the process turn it off.
     """
     return sim_loop.run(_run(scenario, seed, configure_logs))
+
+
+def run_with_simulation(
+    scenario: Scenario, inspect: Callable[[Simulation], None]
+) -> dict[str, Any]:
+    """:func:`run_inprocess`, then ``inspect`` the simulation while it still holds everything."""
+    return sim_loop.run(_run(scenario, 0, True, inspect))
