@@ -17,7 +17,7 @@ from kopf_scheduler.cache.snapshot import Snapshot
 from kopf_scheduler.cache.storage import StorageCache
 from kopf_scheduler.config.profiles import build_profile_plugins
 from kopf_scheduler.config.types import SchedulerConfig
-from kopf_scheduler.framework.handle import Handle
+from kopf_scheduler.framework.handle import Handle, PodGroupLister
 from kopf_scheduler.framework.runtime import Framework
 from kopf_scheduler.model.pdb import PodDisruptionBudget
 from kopf_scheduler.model.pod import Pod
@@ -59,6 +59,7 @@ class ClusterView:
     get_pod: Callable[[str], Pod | None]
     pdbs: Callable[[], list[PodDisruptionBudget]]
     storage: StorageCache = field(default_factory=StorageCache)
+    pod_groups: PodGroupLister | None = None
 
 
 def build_scheduler(
@@ -120,6 +121,7 @@ def build_scheduler(
             storage=view.storage,
             storage_writer=ports.storage_writer,
             workload_selectors=workload_selectors,
+            pod_groups=view.pod_groups,
         )
         frameworks[profile.scheduler_name] = Framework(
             profile.scheduler_name,

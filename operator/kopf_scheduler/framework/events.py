@@ -30,6 +30,8 @@ class EventResource(Enum):
     CSI_DRIVER = "CSIDriver"
     CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
     VOLUME_ATTACHMENT = "VolumeAttachment"
+    POD_GROUP = "PodGroup"
+    """scheduler-plugins' ``scheduling.x-k8s.io`` PodGroup (gang scheduling)."""
     WILDCARD = "*"
 
     def matches(self, incoming: EventResource) -> bool:

@@ -1,6 +1,6 @@
 """What plugins may use besides their own arguments: the snapshot, the nominator, time, chance,
-the storage objects, the API ports, and a way to reach back into the framework (preemption runs
-filters itself).
+the storage objects, the PodGroups, the API ports, and a way to reach back into the framework
+(preemption runs filters itself, gang scheduling allows and rejects the pods waiting at Permit).
 
 The scheduler builds one Handle per profile, whole, before the profile's plugins are built
 (``assembly.py``).
@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Collection, Coroutine
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kopf_scheduler.cache.snapshot import Snapshot
 from kopf_scheduler.cache.storage import StorageCache
 from kopf_scheduler.framework.pod_nominator import NoNominations, PodNominator
 from kopf_scheduler.model.pdb import PodDisruptionBudget
+from kopf_scheduler.model.pod_group import PodGroup
 from kopf_scheduler.ports import Metrics, NullMetrics
 
 if TYPE_CHECKING:
-    from kopf_scheduler.framework.runtime import Framework
+    from kopf_scheduler.framework.runtime import Framework, WaitingPod
     from kopf_scheduler.model.pod import Pod
     from kopf_scheduler.ports import (
         Binder,
@@ -29,6 +30,26 @@ if TYPE_CHECKING:
         PodStatusWriter,
         StorageWriter,
     )
+
+
+class PodGroupLister(Protocol):
+    """The PodGroups the scheduler watches, and the pods that name each one."""
+
+    def get(self, key: str) -> PodGroup | None:
+        """The PodGroup ``namespace/name``, or ``None`` when the API server has none."""
+
+    def members(self, key: str) -> Collection[Pod]:
+        """The known pods (pending, assumed or bound, not terminal) labelled with group ``key``."""
+
+
+class NoPodGroups:
+    """The lister of a scheduler that does not watch PodGroups: there are none."""
+
+    def get(self, key: str) -> PodGroup | None:
+        return None
+
+    def members(self, key: str) -> Collection[Pod]:
+        return ()
 
 
 class Handle:
@@ -55,6 +76,7 @@ class Handle:
         storage: StorageCache | None = None,
         storage_writer: StorageWriter | None = None,
         workload_selectors: Any = None,
+        pod_groups: PodGroupLister | None = None,
     ) -> None:
         """Every service is given here; what is left out is absent (tests leave out most)."""
         self.snapshot: Snapshot = snapshot if snapshot is not None else Snapshot()
@@ -89,10 +111,16 @@ class Handle:
         self.workload_selectors = workload_selectors
         """Selectors of the workloads owning or selecting a pod (default topology spreading);
         ``None`` when the scheduler does not watch Services and controllers."""
+        self.pod_groups: PodGroupLister = pod_groups if pod_groups is not None else NoPodGroups()
+        """PodGroups and their member pods (gang scheduling)."""
         self.spawn: Callable[[Coroutine[Any, Any, None]], None] = (
             spawn if spawn is not None else _close_unscheduled
         )
         """Run a coroutine in the background (async preemption): the scheduler's task runner."""
+
+    def waiting_pods(self) -> list[WaitingPod]:
+        """The profile's pods waiting at Permit (upstream's ``IterateOverWaitingPods``)."""
+        return self.framework.waiting_pods() if self.framework is not None else []
 
 
 def _close_unscheduled(coroutine: Coroutine[Any, Any, None]) -> None:

@@ -196,18 +196,28 @@ class DryRunAccelerator(Protocol):
     ) -> Callable[[NodeInfo], Any] | None: ...
 
 
-class _WaitingPod:
+class WaitingPod:
+    """A pod assumed on a node and held at Permit until every plugin that said Wait allows it
+    (upstream's ``WaitingPod``). Plugins reach the waiting pods through
+    :meth:`Framework.waiting_pods`; the binding cycle waits on :attr:`result`."""
+
     def __init__(self, pod: Pod, pending: dict[str, float]) -> None:
         self.pod = pod
         self.pending = dict(pending)
+        """The plugins that have not allowed the pod yet, with their timeouts."""
         self.result: asyncio.Future[Status] = asyncio.get_running_loop().create_future()
 
+    def pending_plugins(self) -> list[str]:
+        return list(self.pending)
+
     def allow(self, plugin: str) -> None:
+        """``plugin`` lets the pod go; it binds once no plugin is pending."""
         self.pending.pop(plugin, None)
         if not self.pending and not self.result.done():
             self.result.set_result(SUCCESS)
 
     def reject(self, plugin: str, message: str) -> None:
+        """End the wait with an Unschedulable status from ``plugin``; the reservation is undone."""
         if not self.result.done():
             self.result.set_result(Status(Code.UNSCHEDULABLE, message, plugin=plugin))
 
@@ -227,7 +237,7 @@ class Framework:
         self.plugins = plugins
         self.handle = handle
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
-        self._waiting: dict[str, _WaitingPod] = {}
+        self._waiting: dict[str, WaitingPod] = {}
         self._batch_filters: tuple[tuple[str, BatchFilter | None], ...] | None = None
         self._batch_scores: tuple[tuple[str, int, BatchScore | None], ...] | None = None
         self.dry_run_accelerator = dry_run_accelerator
@@ -619,12 +629,17 @@ class Framework:
                 error=status.error,
             )
         if waits:
-            self._waiting[pod.uid] = _WaitingPod(pod, waits)
+            self._waiting[pod.uid] = WaitingPod(pod, waits)
             return Status(Code.WAIT, "one or more plugins prevented scheduling of the pod")
         return SUCCESS
 
-    def get_waiting_pod(self, uid: str) -> _WaitingPod | None:
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
         return self._waiting.get(uid)
+
+    def waiting_pods(self) -> list[WaitingPod]:
+        """The pods waiting at Permit now (upstream's ``IterateOverWaitingPods``); a copy, so a
+        plugin may allow or reject them while it goes through the list."""
+        return list(self._waiting.values())
 
     def reject_waiting_pod(self, uid: str, message: str = "removed") -> bool:
         waiting = self._waiting.get(uid)

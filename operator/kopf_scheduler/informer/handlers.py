@@ -7,6 +7,8 @@
 - Terminal pods (Succeeded/Failed) are treated as gone, as upstream's informer excludes them.
 - A pod too malformed to parse is reported on the pod (event and condition) and kept aside
   until it is fixed or deleted; nothing else stops.
+- PodGroups (gang scheduling) are kept in the store, and each change is the PodGroup add or
+  update event that gives the group's pods another try; pods are indexed by the group they name.
 - Storage objects (claims, volumes, classes, CSI objects, attachments) fill the storage cache the
   volume plugins read; each change is the kind's add, update or delete event. A malformed one is
   logged and left out of the cache, as if it did not exist.
@@ -37,6 +39,7 @@ from kopf_scheduler.model.errors import InvalidObjectError
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pdb import PodDisruptionBudget
 from kopf_scheduler.model.pod import Pod, pod_key
+from kopf_scheduler.model.pod_group import PodGroup
 from kopf_scheduler.model.priority_class import PriorityClass
 from kopf_scheduler.model.storage import (
     CSIDriver,
@@ -259,6 +262,7 @@ class EventHandlers:
             "Node": self.on_node,
             "PodDisruptionBudget": self.on_pdb,
             "Service": self.on_service,
+            "PodGroup": self.on_pod_group,
             "Pod": self.on_pod,
         }[kind]
         return handler
@@ -341,6 +345,30 @@ class EventHandlers:
             self.store.priority_classes[name] = PriorityClass(raw)
         except InvalidObjectError as error:
             logger.error("malformed_priority_class_ignored", priority_class=name, reason=str(error))
+
+    def on_pod_group(self, event_type: str, raw: Mapping[str, Any]) -> None:
+        """Keep the PodGroup store current; a group created or changed may let its pods in."""
+        metadata = raw.get("metadata") or {}
+        key = f"{metadata.get('namespace') or 'default'}/{metadata.get('name', '')}"
+        groups = self.store.pod_groups.groups
+        old = groups.get(key)
+        if event_type == DELETED:
+            groups.pop(key, None)
+            return
+        version = _resource_version(raw)
+        if old is not None and version and old.resource_version == version:
+            return
+        try:
+            group = PodGroup(raw)
+        except InvalidObjectError as error:
+            logger.error("malformed_pod_group_ignored", pod_group=key, reason=str(error))
+            groups.pop(key, None)
+            return
+        groups[key] = group
+        action = ActionType.ADD if old is None else ActionType.UPDATE_GENERIC
+        self.scheduler.queue.move_all_to_active_or_backoff_queue(
+            object_event(EventResource.POD_GROUP, action), old, group
+        )
 
     # Storage objects -----------------------------------------------------------------------------
 
@@ -431,6 +459,7 @@ class EventHandlers:
             self.store.invalid_pods.pop(key, None)
             if old is not None:
                 del self.store.pods[key]
+                self.store.pod_groups.pod_changed(old, None)
                 self._pod_gone(old)
             return
         raw = self.resolve_priority(raw)
@@ -441,6 +470,7 @@ class EventHandlers:
             return
         self.store.invalid_pods.pop(key, None)
         self.store.pods[key] = pod
+        self.store.pod_groups.pod_changed(old, pod)
         if old is not None and old.uid != pod.uid:
             self._pod_gone(old)
             old = None
@@ -464,6 +494,7 @@ class EventHandlers:
     ) -> None:
         if old is not None:
             del self.store.pods[key]
+            self.store.pod_groups.pod_changed(old, None)
             self._pod_gone(old)
         scheduler_name = self._is_ours(raw)
         node_name = (raw.get("spec") or {}).get("nodeName")

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kopf_scheduler.cache.storage import StorageCache
+from kopf_scheduler.informer.pod_groups import PodGroupStore
 from kopf_scheduler.model.pdb import PodDisruptionBudget
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.priority_class import PriorityClass
@@ -19,6 +20,8 @@ class Store:
         self.priority_classes: dict[str, PriorityClass] = {}
         self.storage = StorageCache()
         """Claims, volumes and the other storage objects the volume plugins read."""
+        self.pod_groups = PodGroupStore()
+        """PodGroups (watched only when a profile enables Coscheduling) and their pods."""
 
     def get_pod(self, key: str) -> Pod | None:
         return self.pods.get(key)

@@ -7,10 +7,15 @@ to need is added here and nowhere else. Where its events go is
 
 The order is the order of the initial listing: storage objects and nodes before pods, so a pod's
 claims and node are known when its first attempt runs.
+
+A kind that only one plugin reads, and that comes from a CustomResourceDefinition a cluster may
+not have (scheduler-plugins' PodGroup), names that plugin: it is listed and watched only when an
+enabled profile has the plugin, so a cluster without the CRD runs every other configuration.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from enum import Enum
 
@@ -32,6 +37,11 @@ class WatchedKind:
     version: str
     plural: str
     watcher: Watcher = Watcher.KOPF
+    plugin: str = ""
+    """The plugin that needs the kind, when only one does; ``""`` for a kind always watched."""
+    definition: str = ""
+    """The manifest that installs the kind's CustomResourceDefinition, for a kind that is not
+    built into Kubernetes."""
 
     @property
     def api_version(self) -> str:
@@ -61,13 +71,26 @@ WATCHED_KINDS: tuple[WatchedKind, ...] = (
     WatchedKind("PersistentVolume", "", "v1", "persistentvolumes"),
     WatchedKind("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims"),
     WatchedKind("VolumeAttachment", "storage.k8s.io", "v1", "volumeattachments"),
+    WatchedKind(
+        "PodGroup",
+        "scheduling.x-k8s.io",
+        "v1alpha1",
+        "podgroups",
+        plugin="Coscheduling",
+        definition="manifests/crds/scheduling.x-k8s.io_podgroups.yaml",
+    ),
     WatchedKind("Pod", "", "v1", "pods", Watcher.REFLECTOR),
 )
 
 
-def watched_by(watcher: Watcher) -> tuple[WatchedKind, ...]:
-    """The kinds ``watcher`` keeps current, in listing order."""
-    return tuple(kind for kind in WATCHED_KINDS if kind.watcher is watcher)
+def watched_by(watcher: Watcher, plugins: Collection[str] = ()) -> tuple[WatchedKind, ...]:
+    """The kinds ``watcher`` keeps current when the enabled plugins are ``plugins``, in listing
+    order."""
+    return tuple(
+        kind
+        for kind in WATCHED_KINDS
+        if kind.watcher is watcher and (not kind.plugin or kind.plugin in plugins)
+    )
 
 
 def watched_kind(kind: str) -> WatchedKind:

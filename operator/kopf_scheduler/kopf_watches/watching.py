@@ -17,7 +17,7 @@ import kopf
 import structlog
 
 from kopf_scheduler.informer.handlers import ADDED, DELETED, MODIFIED, EventHandlers
-from kopf_scheduler.informer.watched_kinds import Watcher, watched_by
+from kopf_scheduler.informer.watched_kinds import WatchedKind, Watcher, watched_by
 
 logger = structlog.get_logger("kopf_scheduler.kopf_watches")
 
@@ -29,9 +29,14 @@ def _event_type(raw_type: Any) -> str:
     return MODIFIED if raw_type == MODIFIED else ADDED
 
 
-def register(registry: kopf.OperatorRegistry, handlers: Callable[[], EventHandlers]) -> None:
-    """Register a watch per kind kopf keeps current; ``handlers()`` returns the live handlers."""
-    for watched in watched_by(Watcher.KOPF):
+def register(
+    registry: kopf.OperatorRegistry,
+    handlers: Callable[[], EventHandlers],
+    kinds: tuple[WatchedKind, ...] | None = None,
+) -> None:
+    """Register a watch per kind in ``kinds`` (by default those kopf keeps current for any
+    configuration); ``handlers()`` returns the live handlers."""
+    for watched in kinds if kinds is not None else watched_by(Watcher.KOPF):
 
         async def on_event(event: Any, _kind: str = watched.kind, **_: Any) -> None:
             raw = event.get("object")

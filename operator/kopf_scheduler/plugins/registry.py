@@ -55,7 +55,10 @@ _MODULES: dict[str, str] = {
     "NodeResourcesBalancedAllocation": "node_resources_balanced_allocation",
     "ImageLocality": "image_locality",
     "DefaultBinder": "default_binder",
+    "Coscheduling": "coscheduling",
 }
+"""In-tree plugins by name: kube-scheduler's, then scheduler-plugins' that we carry (enabled
+only by a profile that names them)."""
 
 DEFAULT_MULTI_POINT: tuple[tuple[str, int], ...] = (
     ("SchedulingGates", 0),

@@ -193,7 +193,9 @@ class Operator:
         self.scheduler = build_scheduler(
             config,
             ports,
-            ClusterView(self.store.get_pod, self.store.list_pdbs, self.store.storage),
+            ClusterView(
+                self.store.get_pod, self.store.list_pdbs, self.store.storage, self.store.pod_groups
+            ),
             on_attempt=explanations,
             workload_selectors=self.workloads,
         )
@@ -206,7 +208,14 @@ class Operator:
         self._unfold_kopf_retries: Callable[[], None] = lambda: None
         # The periodic resync re-lists what kopf watches; the reflectors' own relists after
         # 410 Gone deliver the deletions a resync would find for theirs.
-        self.sync = Synchronizer(_Lister(api), self.handlers, watched_by(Watcher.KOPF))
+        enabled = {
+            plugin.name
+            for framework in self.scheduler.profiles.values()
+            for plugin in framework.plugins.all
+        }
+        self.kopf_kinds = watched_by(Watcher.KOPF, enabled)
+        """What kopf watches: the kinds of any configuration and those of enabled plugins."""
+        self.sync = Synchronizer(_Lister(api), self.handlers, self.kopf_kinds)
         self.reflectors = {
             watched.kind: Reflector(api, watched.path, self.handlers.route(watched.kind))
             for watched in watched_by(Watcher.REFLECTOR)
@@ -287,7 +296,7 @@ class Operator:
         """kopf hosts the process: its startup activity lists the cluster and starts the
         scheduler, its cleanup activity stops it, and its signal handlers start the cleanup."""
         registry = kopf.OperatorRegistry()
-        register(registry, lambda: self.handlers)
+        register(registry, lambda: self.handlers, self.kopf_kinds)
 
         @kopf.on.login(registry=registry, id="credentials")
         async def login(**_: Any) -> kopf.ConnectionInfo:

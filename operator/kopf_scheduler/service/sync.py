@@ -16,8 +16,12 @@ import structlog
 
 from kopf_scheduler.informer.handlers import ADDED, DELETED, STORAGE_KINDS, EventHandlers
 from kopf_scheduler.informer.watched_kinds import WATCHED_KINDS, WatchedKind
+from kopf_scheduler.ports import ApiError
 
 logger = structlog.get_logger("kopf_scheduler.sync")
+
+ALWAYS_WATCHED = tuple(kind for kind in WATCHED_KINDS if not kind.plugin)
+"""Every kind any configuration needs (a plugin's own kinds only when it is enabled)."""
 
 
 class Lister(Protocol):
@@ -32,13 +36,13 @@ def _key(raw: Mapping[str, Any]) -> str:
 
 
 class Synchronizer:
-    """Lists ``kinds`` in order; by default every kind the cache needs."""
+    """Lists ``kinds`` in order; by default every kind the cache needs whatever the plugins."""
 
     def __init__(
         self,
         lister: Lister,
         handlers: EventHandlers,
-        kinds: tuple[WatchedKind, ...] = WATCHED_KINDS,
+        kinds: tuple[WatchedKind, ...] = ALWAYS_WATCHED,
     ) -> None:
         self._lister = lister
         self._handlers = handlers
@@ -50,7 +54,7 @@ class Synchronizer:
         """LIST every collection in dependency order and feed it in; then mark the cache synced."""
         for watched in self._kinds:
             kind = watched.kind
-            items = await self._lister.list_items(watched.path)
+            items = await self._list(watched)
             route = self._handlers.route(kind)
             fresh: dict[str, Mapping[str, Any]] = {}
             for raw in items:
@@ -62,6 +66,22 @@ class Synchronizer:
                     route(DELETED, gone)
             self._seen[kind] = fresh
         self.synced = True
+
+    async def _list(self, watched: WatchedKind) -> list[dict[str, Any]]:
+        """The collection's items; a custom kind the API server does not serve is an ApiError
+        that says which CRD to install (startup retries until it is there)."""
+        try:
+            return await self._lister.list_items(watched.path)
+        except ApiError as error:
+            if error.status != 404 or not watched.definition:
+                raise
+            needed_by = f" (the {watched.plugin} plugin needs it)" if watched.plugin else ""
+            raise ApiError(
+                404,
+                error.reason or "NotFound",
+                f"the API server does not serve {watched.path}{needed_by}: "
+                f"install the CRD {watched.definition}",
+            ) from None
 
     def _still_known(self, kind: str, key: str) -> bool:
         store = self._handlers.store

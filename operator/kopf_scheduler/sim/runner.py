@@ -85,7 +85,9 @@ class Simulation:
     def _setup(self) -> tuple[Scheduler, EventHandlers]:
         cluster = self.cluster
         ports = Ports(self.clock, cluster, cluster, cluster, cluster, storage_writer=cluster)
-        view = ClusterView(self.store.get_pod, self.store.list_pdbs, self.store.storage)
+        view = ClusterView(
+            self.store.get_pod, self.store.list_pdbs, self.store.storage, self.store.pod_groups
+        )
         scheduler = build_scheduler(
             self.config,
             ports,
@@ -119,6 +121,12 @@ class Simulation:
                 return
             # Every task runs until it waits; what still waits then waits for time to pass.
             await loop.idle()
+            if scheduler.queue.active_pods() and any(
+                framework.waiting_pods() for framework in scheduler.profiles.values()
+            ):
+                # Pods held at Permit wait for pods the scheduler pops at once (a gang's other
+                # members), long before their timeout could pass.
+                return
             deadline = self.clock.next_deadline()
             if scheduler.pending_tasks and deadline is not None:
                 self.clock.advance_to(deadline)

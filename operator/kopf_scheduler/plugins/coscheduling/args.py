@@ -1,0 +1,44 @@
+"""Coscheduling's ``pluginConfig`` args, with scheduler-plugins' names and defaults."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kopf_scheduler.framework.args import ensure_mapping, int_arg, reject_unknown
+
+DEFAULT_PERMIT_WAITING_TIME_SECONDS = 60
+DEFAULT_POD_GROUP_BACKOFF_SECONDS = 0
+
+
+@dataclass(frozen=True)
+class CoschedulingArgs:
+    permit_waiting_time_seconds: int = DEFAULT_PERMIT_WAITING_TIME_SECONDS
+    """How long a member waits at Permit for the rest of its group, unless the PodGroup sets
+    ``scheduleTimeoutSeconds``."""
+    pod_group_backoff_seconds: int = DEFAULT_POD_GROUP_BACKOFF_SECONDS
+    """How long a group's pods are turned away at PreFilter after the group failed to be placed;
+    0 turns the back-off off."""
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any] | None) -> CoschedulingArgs:
+        """The args of a ``pluginConfig`` entry; InvalidArgsError names a bad field."""
+        args = ensure_mapping(raw)
+        reject_unknown(args, {"permitWaitingTimeSeconds", "podGroupBackoffSeconds"})
+        return cls(
+            permit_waiting_time_seconds=int_arg(
+                args,
+                "permitWaitingTimeSeconds",
+                DEFAULT_PERMIT_WAITING_TIME_SECONDS,
+                "args",
+                minimum=0,
+            ),
+            pod_group_backoff_seconds=int_arg(
+                args,
+                "podGroupBackoffSeconds",
+                DEFAULT_POD_GROUP_BACKOFF_SECONDS,
+                "args",
+                minimum=0,
+            ),
+        )

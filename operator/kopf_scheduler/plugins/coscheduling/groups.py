@@ -1,0 +1,135 @@
+"""What Coscheduling knows about pod groups across attempts: where their members stand, which
+groups are backing off, and whether the cluster has room for a group's minimum resources.
+
+Members count as *placed* when the scheduler's snapshot has them on a node: bound, or assumed
+(waiting at Permit or binding). As upstream, that is found by going through the snapshot's pods,
+which costs time in proportion to the cluster but only for pods of a group.
+
+A group fails when one of its members cannot be placed while the group is short of
+``minMember``; with ``podGroupBackoffSeconds`` set, its pods are then turned away at PreFilter
+for that long, so that the cluster's room goes to other pods rather than to a gang that just
+failed. A back-off is never extended by the group's own retries during it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from kopf_scheduler.cache.node_info import NodeInfo
+from kopf_scheduler.framework.handle import PodGroupLister
+from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.model.pod_group import POD_GROUP_LABEL, PodGroup, pod_group_key
+from kopf_scheduler.model.resources import CPU, PODS
+
+
+def group_of(pod: Pod) -> str | None:
+    """``namespace/name`` of the pod's group, ``None`` for a pod of no group."""
+    return pod_group_key(pod.namespace, pod.labels)
+
+
+def is_member(pod: Pod, group_key: str) -> bool:
+    return group_of(pod) == group_key
+
+
+class GroupManager:
+    def __init__(
+        self,
+        lister: PodGroupLister,
+        nodes: Callable[[], list[NodeInfo]],
+        now: Callable[[], float],
+        backoff_seconds: float,
+    ) -> None:
+        self._lister = lister
+        self._nodes = nodes
+        self._now = now
+        self._backoff_seconds = backoff_seconds
+        self._backoff_until: dict[str, float] = {}
+
+    def get(self, group_key: str) -> PodGroup | None:
+        return self._lister.get(group_key)
+
+    def member_count(self, group_key: str) -> int:
+        """The group's pods the scheduler knows: pending, assumed and bound."""
+        return len(self._lister.members(group_key))
+
+    def pending_members(self, group_key: str, but: Pod) -> list[Pod]:
+        """The group's pods not on a node yet, other than ``but``."""
+        return [
+            member
+            for member in self._lister.members(group_key)
+            if not member.node_name and member.uid != but.uid
+        ]
+
+    def placed_count(self, group_key: str, but: Pod | None = None) -> int:
+        """Members on a node in the snapshot (bound or assumed), other than ``but``."""
+        uid = but.uid if but is not None else None
+        return sum(1 for _, member in self._placed(group_key) if member.uid != uid)
+
+    def _placed(self, group_key: str) -> Iterator[tuple[NodeInfo, Pod]]:
+        namespace, _, name = group_key.partition("/")
+        for info in self._nodes():
+            for pod in info.pods:
+                if pod.namespace == namespace and pod.labels.get(POD_GROUP_LABEL) == name:
+                    yield info, pod
+
+    # Back-off ---------------------------------------------------------------------------------
+
+    def in_backoff(self, group_key: str) -> bool:
+        until = self._backoff_until.get(group_key)
+        if until is None:
+            return False
+        if self._now() < until:
+            return True
+        del self._backoff_until[group_key]
+        return False
+
+    def back_off(self, group_key: str) -> None:
+        """Start the group's back-off, if configured and not running already."""
+        if self._backoff_seconds > 0 and not self.in_backoff(group_key):
+            self._backoff_until[group_key] = self._now() + self._backoff_seconds
+
+    # Minimum resources ------------------------------------------------------------------------
+
+    def resource_gap(self, group: PodGroup) -> dict[str, int] | None:
+        """What the cluster lacks, by resource, to hold ``group.minResources`` and ``minMember``
+        pods; ``None`` when it has room.
+
+        Each node offers its allocatable minus what its pods request, the group's own members
+        not counted (the minimum includes them); a node requesting more than it has offers
+        nothing of that resource.
+        """
+        if group.min_resources is None:
+            return None
+        gap = {name: group.min_resources.get(name) for name in group.min_resources.names()}
+        gap[PODS] = group.min_member
+        own: dict[str, list[Pod]] = {}
+        for info, member in self._placed(group.key):
+            own.setdefault(info.name, []).append(member)
+        for info in self._nodes():
+            if info.node is None:
+                continue
+            free = info.allocatable.copy()
+            free.subtract(info.requested)
+            members = own.get(info.name, [])
+            for member in members:
+                free.add(member.requests)
+            free.allowed_pod_number = info.allocatable.allowed_pod_number - (
+                len(info.pods) - len(members)
+            )
+            gap = {
+                name: amount - max(0, free.get(name))
+                for name, amount in gap.items()
+                if amount - max(0, free.get(name)) > 0
+            }
+            if not gap:
+                return None
+        return gap or None
+
+
+def describe_gap(gap: dict[str, int]) -> str:
+    """``cpu 1500m, memory 1073741824``: what a group lacks, as :meth:`GroupManager.resource_gap`
+    gives it."""
+    return ", ".join(
+        f"{name} {amount}m" if name == CPU else f"{name} {amount}"
+        for name, amount in sorted(gap.items())
+    )

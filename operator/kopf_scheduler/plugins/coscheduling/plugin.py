@@ -1,0 +1,255 @@
+"""The Coscheduling plugin: all of a group's members get nodes together, or none keeps one.
+
+- **QueueSort** keeps a group's members together in the active queue: higher priority first,
+  then the earlier of the group's creation time (for a member) or the pod's first attempt (for a
+  pod of no group), then ``namespace/name``. A profile enabling Coscheduling disables
+  PrioritySort, whose place it takes.
+- **PreFilter** turns a member away while its PodGroup does not exist, while the group backs off
+  after a failure, while fewer than ``minMember`` of its pods exist, or while the cluster's free
+  capacity cannot hold ``minResources``; once ``minMember`` members are placed, further members
+  pass without these checks.
+- **Permit** holds each member, assumed on its node, until ``minMember`` members are placed, then
+  lets them all go; a member waits at most the group's ``scheduleTimeoutSeconds``, else
+  ``permitWaitingTimeSeconds``.
+- **PostFilter** (a member found no node) and **Unreserve** (a member's Permit timed out or was
+  rejected, or its binding failed) reject the group's other waiting members, so no member keeps
+  room the group cannot use, and start the group's back-off.
+
+Messages follow scheduler-plugins', so that what ``kubectl describe`` shows reads the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from kopf_scheduler.cache.node_info import NodeInfo
+from kopf_scheduler.framework.cycle_state import CycleState
+from kopf_scheduler.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
+from kopf_scheduler.framework.handle import Handle
+from kopf_scheduler.framework.status import SUCCESS, Code, Status
+from kopf_scheduler.framework.types import (
+    NodeToStatus,
+    PostFilterResult,
+    PreFilterResult,
+    QueuedPodInfo,
+)
+from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.model.pod_group import PodGroup
+from kopf_scheduler.plugins.coscheduling.args import CoschedulingArgs
+from kopf_scheduler.plugins.coscheduling.groups import (
+    GroupManager,
+    describe_gap,
+    group_of,
+    is_member,
+)
+from kopf_scheduler.plugins.coscheduling.preemptor import GangPreemptor
+
+NAME = "Coscheduling"
+
+SMALL_GAP = 0.1
+"""PostFilter leaves the group's waiting members alone when at most this share of ``minMember``
+is missing: the next members may still make it (scheduler-plugins' rule)."""
+
+
+class Coscheduling:
+    name: ClassVar[str] = NAME
+
+    def __init__(
+        self,
+        args: CoschedulingArgs,
+        handle: Handle,
+        gang_preemptor: GangPreemptor | None = None,
+    ) -> None:
+        self._args = args
+        self._handle = handle
+        self._gang_preemptor = gang_preemptor
+        self._groups = GroupManager(
+            handle.pod_groups,
+            lambda: handle.snapshot.node_info_list,
+            handle.now,
+            args.pod_group_backoff_seconds,
+        )
+
+    # QueueSort --------------------------------------------------------------------------------
+
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        if a.pod.priority != b.pod.priority:
+            return a.pod.priority > b.pod.priority
+        since_a = self._queued_since(a)
+        since_b = self._queued_since(b)
+        if since_a != since_b:
+            return since_a < since_b
+        return a.pod.key < b.pod.key
+
+    def _queued_since(self, info: QueuedPodInfo) -> float:
+        """The group's creation time for a member of an existing group, else the pod's first
+        attempt (its arrival, before any)."""
+        key = group_of(info.pod)
+        group = self._groups.get(key) if key is not None else None
+        if group is not None:
+            return group.creation_timestamp
+        if info.initial_attempt_timestamp is not None:
+            return info.initial_attempt_timestamp
+        return info.timestamp
+
+    # PreFilter --------------------------------------------------------------------------------
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        key = group_of(pod)
+        if key is None:
+            return None, SUCCESS
+        group = self._groups.get(key)
+        if group is None:
+            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"PodGroup {key} not found")
+        if self._groups.in_backoff(key):
+            # Unresolvable, as every PreFilter rejection here: preemption must not evict pods
+            # for a member its own group will turn away again.
+            return None, Status(
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"podGroup {key} failed recently"
+            )
+        if self._groups.placed_count(key, but=pod) >= group.min_member:
+            return None, SUCCESS
+        members = self._groups.member_count(key)
+        if members < group.min_member:
+            return None, Status(
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                f"pre-filter pod {pod.name} cannot find enough sibling pods, "
+                f"current pods number: {members}, minMember of group: {group.min_member}",
+            )
+        gap = self._groups.resource_gap(group)
+        if gap is not None:
+            return None, Status(
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                f"PodGroup {key} does not fit in the cluster's free capacity, "
+                f"resource gap: {describe_gap(gap)}",
+            )
+        return None, SUCCESS
+
+    def pre_filter_extensions(self) -> None:
+        return None
+
+    # PostFilter -------------------------------------------------------------------------------
+
+    def post_filter(
+        self, state: CycleState, pod: Pod, node_to_status: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]:
+        key = group_of(pod)
+        group = self._groups.get(key) if key is not None else None
+        if key is None or group is None:
+            return None, Status(Code.UNSCHEDULABLE)
+        placed = self._groups.placed_count(key, but=pod)
+        if placed >= group.min_member:
+            return None, Status(Code.UNSCHEDULABLE)
+        if group.min_member and (group.min_member - placed) / group.min_member <= SMALL_GAP:
+            return None, Status(Code.UNSCHEDULABLE)
+        if self._gang_preemptor is not None and self._handle.framework is not None:
+            handled = self._gang_preemptor.preempt_for_group(
+                self._handle.framework, state, pod, key
+            )
+            if handled is not None:
+                return None, handled
+        self._reject_waiting(key, "optimistic rejection in PostFilter")
+        if self._groups.member_count(key) >= group.min_member:
+            self._groups.back_off(key)
+        return None, Status(
+            Code.UNSCHEDULABLE,
+            f"PodGroup {key} gets rejected due to Pod {pod.name} "
+            "is unschedulable even after PostFilter",
+        )
+
+    # Reserve ----------------------------------------------------------------------------------
+
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        return SUCCESS
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        key = group_of(pod)
+        if key is None or self._groups.get(key) is None:
+            return
+        self._reject_waiting(key, "rejection in Unreserve")
+        self._groups.back_off(key)
+
+    # Permit -----------------------------------------------------------------------------------
+
+    def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status, float]:
+        key = group_of(pod)
+        if key is None:
+            return SUCCESS, 0.0
+        group = self._groups.get(key)
+        if group is None:
+            return Status(Code.UNSCHEDULABLE, "PodGroup not found"), 0.0
+        placed_before = self._groups.placed_count(key, but=pod)
+        if placed_before + 1 >= group.min_member:
+            for waiting in self._handle.waiting_pods():
+                if is_member(waiting.pod, key):
+                    waiting.allow(NAME)
+            return SUCCESS, 0.0
+        if placed_before == 0:
+            # The first member placed: its siblings turned away before may now pass PreFilter.
+            self._handle.activate(self._groups.pending_members(key, but=pod))
+        return Status(Code.WAIT), self._wait_seconds(group)
+
+    def _wait_seconds(self, group: PodGroup) -> float:
+        if group.schedule_timeout_seconds is not None:
+            return float(group.schedule_timeout_seconds)
+        return float(self._args.permit_waiting_time_seconds)
+
+    def _reject_waiting(self, group_key: str, message: str) -> None:
+        for waiting in self._handle.waiting_pods():
+            if is_member(waiting.pod, group_key):
+                waiting.reject(NAME, message)
+
+    # Requeueing -------------------------------------------------------------------------------
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.POD, ActionType.ADD), _is_schedulable_after_pod_added
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.POD_GROUP, ActionType.ADD | ActionType.UPDATE_GENERIC),
+                _is_schedulable_after_pod_group_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(
+                    EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE
+                )
+            ),
+        ]
+
+
+def _is_schedulable_after_pod_added(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    """A new pod helps the members of its own group (it may complete ``minMember``)."""
+    if not isinstance(new, Pod):
+        return QueueingHint.QUEUE
+    key = group_of(pod)
+    if key is not None and group_of(new) == key:
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
+
+
+def _is_schedulable_after_pod_group_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    """A PodGroup created or changed helps its own members."""
+    if not isinstance(new, PodGroup):
+        return QueueingHint.QUEUE
+    if group_of(pod) == new.key:
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
+
+
+def new(
+    args: Mapping[str, Any] | None,
+    handle: Handle,
+    *,
+    gang_preemptor: GangPreemptor | None = None,
+) -> Coscheduling:
+    return Coscheduling(CoschedulingArgs.parse(args), handle, gang_preemptor)
