@@ -40,11 +40,14 @@ class PodRef(Protocol):
 
 @dataclass(frozen=True)
 class ObjectRef:
-    """A pod named without a parsed view (e.g. one too malformed to parse)."""
+    """An object named without a parsed view: a pod too malformed to parse, or another kind
+    that events are about (a PodGroup)."""
 
     namespace: str
     name: str
     uid: str
+    api_version: str = "v1"
+    kind: str = "Pod"
 
     @property
     def key(self) -> str:

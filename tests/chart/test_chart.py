@@ -28,7 +28,13 @@ from tests.chart.helm import (
     run_helm,
     template_result,
 )
-from tests.deploy.manifest_files import base_objects, deployment_container, iter_rules
+from tests.deploy.manifest_files import (
+    BASE,
+    CRDS,
+    base_objects,
+    deployment_container,
+    iter_rules,
+)
 
 DEFAULT = Case("default")
 SELECTOR = {
@@ -179,6 +185,76 @@ def test_lease_role_is_the_manifests_one_for_the_scheduler_name(case: Case) -> N
     ]
     assert one(objects, "ClusterRoleBinding")["subjects"] == binding["subjects"]
     assert pod_spec(objects)["serviceAccountName"] == account["name"]
+
+
+def test_pod_group_crd_is_the_manifests_one() -> None:
+    chart_crd = CHART / "crds" / "scheduling.x-k8s.io_podgroups.yaml"
+    assert [p.name for p in (CHART / "crds").iterdir()] == [chart_crd.name]
+    assert chart_crd.read_bytes() == (CRDS / chart_crd.name).read_bytes()
+
+
+def raw_profile(objects: dict[tuple[str, str], Obj]) -> Obj:
+    (configmap,) = [
+        o for (k, n), o in objects.items() if k == "ConfigMap" and n.endswith("-config")
+    ]
+    profile: Obj = yaml.safe_load(configmap["data"]["config.yaml"])["profiles"][0]
+    return profile
+
+
+def test_gang_scheduling_is_on_by_default_as_in_the_manifests() -> None:
+    (manifests,) = yaml.safe_load((BASE / "config.yaml").read_text(encoding="utf-8"))["profiles"]
+    profile = raw_profile(render(DEFAULT))
+    assert profile["plugins"] == manifests["plugins"]
+    assert profile["pluginConfig"] == manifests["pluginConfig"]
+
+
+def test_gang_scheduling_off_leaves_the_default_profile() -> None:
+    profile = raw_profile(render(DEFAULT, {"gangScheduling": {"enabled": False}}))
+    assert profile == {"schedulerName": "kopf-scheduler"}
+
+
+def test_gang_scheduling_joins_the_users_plugins_and_yields_to_their_arguments() -> None:
+    own_args = {"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 5}}
+    overrides = {
+        "plugins": {"extensionPoints": {"reserve": {"enabled": [{"name": "VolumeBinding"}]}}},
+        "pluginConfig": [own_args],
+    }
+    objects = render(DEFAULT, overrides)
+    profile = raw_profile(objects)
+    assert profile["plugins"]["reserve"] == {
+        "enabled": [{"name": "VolumeBinding"}, {"name": "Coscheduling"}]
+    }
+    assert profile["pluginConfig"] == [own_args]
+    assert configuration(objects).profiles[0].plugin_config["Coscheduling"] == own_args["args"]
+
+
+def test_gang_scheduling_arguments_come_from_the_values() -> None:
+    overrides = {"gangScheduling": {"permitWaitingTimeSeconds": 30, "podGroupBackoffSeconds": 10}}
+    (entry,) = raw_profile(render(DEFAULT, overrides))["pluginConfig"]
+    assert entry == {
+        "name": "Coscheduling",
+        "args": {"permitWaitingTimeSeconds": 30, "podGroupBackoffSeconds": 10},
+    }
+
+
+def test_extra_profiles_share_the_coscheduling_queue_sort_unless_they_name_one() -> None:
+    own_sort = {"enabled": [{"name": "PrioritySort"}], "disabled": [{"name": "*"}]}
+    overrides = {
+        "extraProfiles": [
+            {"schedulerName": "plain"},
+            {"schedulerName": "sorted", "plugins": {"queueSort": own_sort}},
+        ]
+    }
+    (configmap,) = [
+        o
+        for (k, n), o in render(DEFAULT, overrides).items()
+        if k == "ConfigMap" and n.endswith("-config")
+    ]
+    _, plain, sorted_ = yaml.safe_load(configmap["data"]["config.yaml"])["profiles"]
+    assert plain["plugins"] == {
+        "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]}
+    }
+    assert sorted_["plugins"] == {"queueSort": own_sort}
 
 
 def test_default_deployment_runs_as_the_manifests_do() -> None:
@@ -385,6 +461,11 @@ def test_dashboard_config_map_carries_the_chart_dashboard_untouched() -> None:
             {"scheduler": {"leaderElection": {"leaseDuration": "15"}}},
             "at '/scheduler/leaderElection/leaseDuration'",
             id="duration-without-unit",
+        ),
+        pytest.param(
+            {"gangScheduling": {"permitWaitingTimeSeconds": -1}},
+            "at '/gangScheduling/permitWaitingTimeSeconds'",
+            id="negative-permit-wait",
         ),
     ],
 )

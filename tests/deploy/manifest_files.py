@@ -14,6 +14,7 @@ from e2e.localcluster.versions import k8s_bin_dir
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"
 BASE = MANIFESTS / "base"
+CRDS = MANIFESTS / "crds"
 OVERLAYS = MANIFESTS / "overlays"
 KUBE_SYSTEM = OVERLAYS / "kube-system"
 SERVICEMONITOR = OVERLAYS / "servicemonitor"
@@ -108,7 +109,8 @@ def resource_objects(directory: Path) -> list[Obj]:
 
 
 def base_objects() -> dict[tuple[str, str], Obj]:
-    return by_kind(resource_objects(BASE))
+    """The base's objects: its own files and the CustomResourceDefinitions it includes."""
+    return by_kind(resource_objects(BASE) + resource_objects(CRDS))
 
 
 def iter_rules(role: Obj) -> Iterator[tuple[str, str, str, tuple[str, ...]]]:

@@ -21,6 +21,7 @@ from kopf_scheduler.informer.watched_kinds import WATCHED_KINDS
 from tests.deploy.manifest_files import (
     BASE,
     CLUSTER_SCOPED_KINDS,
+    CRDS,
     EXAMPLES,
     IMAGE,
     KIND_OVERLAY,
@@ -104,6 +105,12 @@ EXPECTED_CLUSTER_RULES = {
     ("storage.k8s.io", "volumeattachments", "get", ()),
     ("storage.k8s.io", "volumeattachments", "list", ()),
     ("storage.k8s.io", "volumeattachments", "watch", ()),
+    ("scheduling.x-k8s.io", "podgroups", "get", ()),
+    ("scheduling.x-k8s.io", "podgroups", "list", ()),
+    ("scheduling.x-k8s.io", "podgroups", "watch", ()),
+    ("scheduling.x-k8s.io", "podgroups/status", "get", ()),
+    ("scheduling.x-k8s.io", "podgroups/status", "update", ()),
+    ("scheduling.x-k8s.io", "podgroups/status", "patch", ()),
     ("", "events", "create", ()),
     ("", "events", "patch", ()),
     ("events.k8s.io", "events", "create", ()),
@@ -437,6 +444,94 @@ def test_config_passes_the_project_loader() -> None:
     assert raw["apiVersion"] == "kubescheduler.config.k8s.io/v1"
 
 
+COSCHEDULING = [{"name": "Coscheduling"}]
+EXPECTED_GANG_PLUGINS = {
+    "queueSort": {"enabled": COSCHEDULING, "disabled": [{"name": "*"}]},
+    "preFilter": {"enabled": COSCHEDULING},
+    "postFilter": {"enabled": COSCHEDULING},
+    "permit": {"enabled": COSCHEDULING},
+    "reserve": {"enabled": COSCHEDULING},
+}
+"""Where scheduler-plugins' manifests/coscheduling/scheduler-config.yaml enables Coscheduling."""
+
+
+def test_config_enables_gang_scheduling_as_scheduler_plugins_does() -> None:
+    raw, config = config_file(BASE)
+    (profile,) = raw["profiles"]
+    assert profile["plugins"] == EXPECTED_GANG_PLUGINS
+    assert profile["pluginConfig"] == [
+        {
+            "name": "Coscheduling",
+            "args": {"permitWaitingTimeSeconds": 60, "podGroupBackoffSeconds": 0},
+        }
+    ]
+    # The loader resolved every name and validated the arguments.
+    assert [p.name for p in config.profiles[0].plugins["queueSort"].enabled] == ["Coscheduling"]
+
+
+# --- the PodGroup CustomResourceDefinition -----------------------------------------------------
+
+POD_GROUP_CRD = "podgroups.scheduling.x-k8s.io"
+
+
+def test_base_installs_the_pod_group_crd() -> None:
+    assert "../crds" in kustomization(BASE)["resources"]
+    assert kustomization(CRDS)["resources"] == ["scheduling.x-k8s.io_podgroups.yaml"]
+    assert ("CustomResourceDefinition", POD_GROUP_CRD) in base_objects()
+
+
+def test_pod_group_crd_is_the_coscheduling_api() -> None:
+    crd = base_objects()[("CustomResourceDefinition", POD_GROUP_CRD)]
+    spec = crd["spec"]
+    assert spec["group"] == "scheduling.x-k8s.io"
+    assert spec["scope"] == "Namespaced"
+    assert spec["names"] == {
+        "kind": "PodGroup",
+        "listKind": "PodGroupList",
+        "plural": "podgroups",
+        "singular": "podgroup",
+        "shortNames": ["pg", "pgs"],
+    }
+    (version,) = spec["versions"]
+    assert (version["name"], version["served"], version["storage"]) == ("v1alpha1", True, True)
+    assert version["subresources"] == {"status": {}}
+    columns = [(c["name"], c["type"], c["jsonPath"]) for c in version["additionalPrinterColumns"]]
+    assert columns == [
+        ("Phase", "string", ".status.phase"),
+        ("MinMember", "integer", ".spec.minMember"),
+        ("Running", "string", ".status.running"),
+        ("Succeeded", "string", ".status.succeeded"),
+        ("Failed", "string", ".status.failed"),
+        ("Age", "date", ".metadata.creationTimestamp"),
+    ]
+    properties = version["schema"]["openAPIV3Schema"]["properties"]
+    fields = {
+        section: {
+            name: (f["type"], f.get("format"))
+            for name, f in properties[section]["properties"].items()
+        }
+        for section in ("spec", "status")
+    }
+    assert fields == {
+        "spec": {
+            "minMember": ("integer", "int32"),
+            "minResources": ("object", None),
+            "scheduleTimeoutSeconds": ("integer", "int32"),
+        },
+        "status": {
+            "phase": ("string", None),
+            "occupiedBy": ("string", None),
+            "running": ("integer", "int32"),
+            "succeeded": ("integer", "int32"),
+            "failed": ("integer", "int32"),
+            "scheduleStartTime": ("string", "date-time"),
+        },
+    }
+    quantity = properties["spec"]["properties"]["minResources"]["additionalProperties"]
+    assert quantity["x-kubernetes-int-or-string"] is True
+    assert quantity["anyOf"] == [{"type": "integer"}, {"type": "string"}]
+
+
 # --- overlays -----------------------------------------------------------------------------------
 
 
@@ -564,6 +659,31 @@ def test_preemption_demo_targets_kopf_scheduler_and_needs_preemption_on_4_cpu_no
     pdbs = [o for o in objects if o["kind"] == "PodDisruptionBudget"]
     assert len(pdbs) == 1
     assert pdbs[0]["metadata"]["labels"][step] == "1"
+
+
+def test_gang_demo_fits_either_gang_on_5_nodes_of_4_cpus_but_not_both() -> None:
+    objects = load_documents(EXAMPLES / "gang-demo.yaml")
+    groups = {o["metadata"]["name"]: o for o in objects if o["kind"] == "PodGroup"}
+    jobs = [o for o in objects if o["kind"] == "Job"]
+    assert {o["metadata"].get("namespace") for o in objects if o["kind"] != "Namespace"} == {
+        "gangs"
+    }
+    capacity = 5 * 4000
+    sizes = []
+    for job in jobs:
+        template = job["spec"]["template"]
+        group = groups[template["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"]]
+        spec = template["spec"]
+        assert spec["schedulerName"] == NAME
+        (container,) = spec["containers"]
+        cpu = millicpu(container["resources"]["requests"]["cpu"])
+        assert 4000 % cpu == 0, "pods would leave CPU unused on every node"
+        members = job["spec"]["parallelism"]
+        assert members == job["spec"]["completions"] == group["spec"]["minMember"]
+        sizes.append(members * cpu)
+    assert len(sizes) == 2
+    assert all(size <= capacity for size in sizes)
+    assert sum(sizes) > capacity
 
 
 # --- rendered with kubectl kustomize ------------------------------------------------------------

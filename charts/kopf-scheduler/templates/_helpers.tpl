@@ -98,10 +98,31 @@ with one clear line instead.
 {{- end }}
 {{- $_ := set $plugins "multiPoint" $multiPoint }}
 {{- end }}
+{{- $pluginConfig := .Values.pluginConfig }}
+{{- with .Values.gangScheduling }}
+{{- if .enabled }}
+{{- /* Coscheduling where scheduler-plugins' manifests enable it, after the user's own plugins. */}}
+{{- $coscheduling := dict "name" "Coscheduling" }}
+{{- range $point := list "queueSort" "preFilter" "postFilter" "permit" "reserve" }}
+{{- $set := get $plugins $point | default (dict) }}
+{{- $_ := set $set "enabled" (append ($set.enabled | default (list)) $coscheduling) }}
+{{- if eq $point "queueSort" }}
+{{- $_ := set $set "disabled" (append ($set.disabled | default (list)) (dict "name" "*")) }}
+{{- end }}
+{{- $_ := set $plugins $point $set }}
+{{- end }}
+{{- $own := false }}
+{{- range $pluginConfig }}{{ if eq .name "Coscheduling" }}{{ $own = true }}{{ end }}{{ end }}
+{{- if not $own }}
+{{- $args := dict "permitWaitingTimeSeconds" .permitWaitingTimeSeconds "podGroupBackoffSeconds" .podGroupBackoffSeconds }}
+{{- $pluginConfig = append $pluginConfig (dict "name" "Coscheduling" "args" $args) }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- if $plugins }}
 {{- $_ := set $profile "plugins" $plugins }}
 {{- end }}
-{{- with .Values.pluginConfig }}
+{{- with $pluginConfig }}
 {{- $_ := set $profile "pluginConfig" . }}
 {{- end }}
 {{- $election := dict "leaderElect" .Values.scheduler.leaderElect "resourceName" .Values.scheduler.name "resourceNamespace" .Release.Namespace }}
@@ -109,7 +130,20 @@ with one clear line instead.
 {{- $config := deepCopy .Values.schedulerConfig }}
 {{- $_ := set $config "apiVersion" "kubescheduler.config.k8s.io/v1" }}
 {{- $_ := set $config "kind" "KubeSchedulerConfiguration" }}
-{{- $_ := set $config "profiles" (prepend .Values.extraProfiles $profile) }}
+{{- $extraProfiles := list }}
+{{- range .Values.extraProfiles }}
+{{- $extra := deepCopy . }}
+{{- if $.Values.gangScheduling.enabled }}
+{{- /* Every profile must sort the one queue alike: Coscheduling's, unless the profile says. */}}
+{{- $extraPlugins := get $extra "plugins" | default (dict) }}
+{{- if not (hasKey $extraPlugins "queueSort") }}
+{{- $_ := set $extraPlugins "queueSort" (dict "enabled" (list (dict "name" "Coscheduling")) "disabled" (list (dict "name" "*"))) }}
+{{- $_ := set $extra "plugins" $extraPlugins }}
+{{- end }}
+{{- end }}
+{{- $extraProfiles = append $extraProfiles $extra }}
+{{- end }}
+{{- $_ := set $config "profiles" (prepend $extraProfiles $profile) }}
 {{- $_ := set $config "leaderElection" $election }}
 {{- with .Values.kopfScheduler }}
 {{- $_ := set $config "kopfScheduler" . }}

@@ -45,7 +45,7 @@ from kopf_scheduler.k8s.client import JSON, MERGE_PATCH, Api
 from kopf_scheduler.k8s.clock import WallClock, micro_time
 from kopf_scheduler.k8s.errors import NO_RESPONSE
 from kopf_scheduler.k8s.retry import is_retryable_status
-from kopf_scheduler.ports import ApiError, Clock, Event, Metrics, NotFoundError, PodRef
+from kopf_scheduler.ports import ApiError, Clock, Event, Metrics, NotFoundError, ObjectRef, PodRef
 
 logger = structlog.get_logger("kopf_scheduler.k8s.events")
 
@@ -80,9 +80,10 @@ def events_path(namespace: str) -> str:
 
 
 def object_reference(pod: PodRef) -> dict[str, str]:
+    api_version, kind = (pod.api_version, pod.kind) if isinstance(pod, ObjectRef) else ("v1", "Pod")
     return {
-        "apiVersion": "v1",
-        "kind": "Pod",
+        "apiVersion": api_version,
+        "kind": kind,
         "namespace": pod.namespace,
         "name": pod.name,
         "uid": pod.uid,
