@@ -54,6 +54,12 @@ e2e-upstream: $(STAMP)
 	E2E_SCHEDULER=upstream $(PY) -m pytest e2e/test_volumes.py e2e/test_preemption.py \
 		-k "test_volumes or burst or takeover"
 
+## Gang scheduling (Coscheduling, PodGroups) with a second kopf-scheduler whose profile enables
+## it: all or nothing, no deadlock, group preemption, the Coscheduling guide's workload.
+.PHONY: e2e-gangs
+e2e-gangs: $(STAMP)
+	$(PY) -m pytest e2e/test_gangs.py -m gangs
+
 ## The chart and the manifests on a real node (kubelet + containerd, as root) of a control plane
 ## of its own: real replicas, leader election and a handover (e2e/test_real_node.py). Builds the
 ## kubelet into ~/.cache/kopf-scheduler and installs containerd from Debian when missing.

@@ -182,12 +182,14 @@ class SchedulerProcess:
 class LocalSchedulers:
     can_kill = True
 
-    def __init__(self, admin: Kubectl, kubeconfig: Path, work_dir: Path) -> None:
+    def __init__(
+        self, admin: Kubectl, kubeconfig: Path, work_dir: Path, config: str = CONFIG
+    ) -> None:
         self.admin = admin
         self.kubeconfig = kubeconfig
         self.work_dir = work_dir
         self.config_path = work_dir / "scheduler-config.yaml"
-        self.config_path.write_text(CONFIG)
+        self.config_path.write_text(config)
         self.processes: list[SchedulerProcess] = []
         self._counter = 0
         self._killed = False
