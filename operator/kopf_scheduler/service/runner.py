@@ -37,6 +37,7 @@ from kopf_scheduler.config.errors import ConfigError
 from kopf_scheduler.config.kubeconfig import check_kubeconfig
 from kopf_scheduler.config.loader import LoadedConfig, check_config_file, default_config
 from kopf_scheduler.config.types import SchedulerConfig
+from kopf_scheduler.gangs.status_keeper import PodGroupStatusKeeper
 from kopf_scheduler.gc_tuning import freeze_current_objects, tune_for_large_heap
 from kopf_scheduler.informer.handlers import EventHandlers
 from kopf_scheduler.informer.store import Store
@@ -55,6 +56,10 @@ from kopf_scheduler.k8s.ratelimit import limiter_for
 from kopf_scheduler.k8s.reflector import Reflector
 from kopf_scheduler.k8s.status import ApiPodStatusWriter
 from kopf_scheduler.k8s.storage import ApiStorageWriter
+from kopf_scheduler.kopf_watches.pod_group_status import (
+    pod_group_status_keeper,
+    register_pod_group_status,
+)
 from kopf_scheduler.kopf_watches.watching import apply_settings, register
 from kopf_scheduler.logs import configure_logging
 from kopf_scheduler.ports import ApiError
@@ -216,8 +221,18 @@ class Operator:
         self.kopf_kinds = watched_by(Watcher.KOPF, enabled)
         """What kopf watches: the kinds of any configuration and those of enabled plugins."""
         self.sync = Synchronizer(_Lister(api), self.handlers, self.kopf_kinds)
+        self.pod_groups: PodGroupStatusKeeper | None = None
+        """Keeps the PodGroups' status, when a profile schedules gangs (their kind is watched)."""
+        if any(watched.kind == "PodGroup" for watched in self.kopf_kinds):
+            self.pod_groups = pod_group_status_keeper(
+                informational_api,
+                self.events,
+                self.clock,
+                is_leader=self.is_leader,
+                reporting_controller=config.profiles[0].scheduler_name,
+            )
         self.reflectors = {
-            watched.kind: Reflector(api, watched.path, self.handlers.route(watched.kind))
+            watched.kind: Reflector(api, watched.path, self._route(watched.kind))
             for watched in watched_by(Watcher.REFLECTOR)
         }
         election = config.leader_election
@@ -248,6 +263,20 @@ class Operator:
             authenticator=DelegatedAuth(informational_api, self.clock),
             always_allow_paths=options.always_allow_paths,
         )
+
+    def _route(self, kind: str) -> Callable[[str, dict[str, Any]], None]:
+        """Where a reflected kind's events go: its handler, and for pods also the PodGroup
+        census, which counts the members of every group whatever their scheduler."""
+        handle = self.handlers.route(kind)
+        keeper = self.pod_groups
+        if kind != "Pod" or keeper is None:
+            return handle
+
+        def handle_and_count(event_type: str, raw: dict[str, Any]) -> None:
+            handle(event_type, raw)
+            keeper.census.observe(event_type, raw)
+
+        return handle_and_count
 
     def _health_checks(self) -> list[HealthCheck]:
         checks = [PING]
@@ -297,6 +326,8 @@ class Operator:
         scheduler, its cleanup activity stops it, and its signal handlers start the cleanup."""
         registry = kopf.OperatorRegistry()
         register(registry, lambda: self.handlers, self.kopf_kinds)
+        if self.pod_groups is not None:
+            register_pod_group_status(registry, self.pod_groups)
 
         @kopf.on.login(registry=registry, id="credentials")
         async def login(**_: Any) -> kopf.ConnectionInfo:
@@ -401,6 +432,10 @@ class Operator:
             asyncio.create_task(self.scheduler.run(self.stop), name="scheduler"),
             asyncio.create_task(self._resync_periodically(), name="resync"),
         ]
+        if self.pod_groups is not None:
+            self._components.append(
+                asyncio.create_task(self.pod_groups.run(self.stop), name="pod-group-status")
+            )
         if self.elector is not None:
             self._components.append(
                 asyncio.create_task(self.elector.run(self.stop), name="leader-election")
