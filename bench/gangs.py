@@ -204,12 +204,8 @@ async def _run_inprocess(scenario: GangScenario, seed: int) -> dict[str, Any]:
     sim.apply(shapes.priority_class())
     for index in range(scenario.nodes):
         sim.apply(shapes.node(index))
-    # The simulated API server keeps no custom resources: the PodGroups go straight to the
-    # scheduler's event handler, as its watch would deliver them.
-    assert sim.handlers is not None
     for raw in scenario.podgroups(NAMESPACE):
-        stored = {**raw, "metadata": {**raw["metadata"], "resourceVersion": "1"}}
-        sim.handlers.on_pod_group("ADDED", stored)
+        sim.apply(raw)
     await sim.run_until_quiet()
 
     members = scenario.member_pods(NAMESPACE)

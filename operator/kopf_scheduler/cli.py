@@ -23,6 +23,7 @@ from pathlib import Path
 from kopf_scheduler.config.errors import ConfigError
 from kopf_scheduler.config.kubeconfig import check_kubeconfig
 from kopf_scheduler.config.loader import LoadedConfig, check_config_file, default_config
+from kopf_scheduler.config.types import SchedulerConfig
 from kopf_scheduler.config.writer import config_yaml
 from kopf_scheduler.logs import configure_logging
 from kopf_scheduler.sim import loop as sim_loop
@@ -69,7 +70,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
         try:
             check_kubeconfig(str(args.kubeconfig) if args.kubeconfig else None)
-            scenario, added = asyncio.run(_cluster_scenario(args))
+            scenario, added = asyncio.run(_cluster_scenario(args, config))
         except (ScenarioError, ValueError, ClientConfigError) as error:
             print(f"error: {error}", file=sys.stderr)
             return EXIT_USAGE
@@ -86,7 +87,7 @@ def _simulate(args: argparse.Namespace) -> int:
         except ScenarioError as error:
             print(f"error: {error}", file=sys.stderr)
             return EXIT_USAGE
-    simulation = Simulation(config, seed=args.seed)
+    simulation = Simulation(config, seed=args.seed, explain=args.explain)
     result = sim_loop.run(simulation.run(scenario))
     report = build_report(result, explain=args.explain, added=added)
     if args.output == "json":
@@ -98,13 +99,15 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _cluster_scenario(args: argparse.Namespace) -> tuple[Scenario, list[str]]:
+async def _cluster_scenario(
+    args: argparse.Namespace, config: SchedulerConfig
+) -> tuple[Scenario, list[str]]:
     from kopf_scheduler.k8s.client import make_api
-    from kopf_scheduler.service.whatif import cluster_scenario
+    from kopf_scheduler.service.whatif import cluster_scenario, named_plugins
 
     api = await make_api(str(args.kubeconfig) if args.kubeconfig else None)
     try:
-        return await cluster_scenario(api, args.add)
+        return await cluster_scenario(api, args.add, named_plugins(config))
     finally:
         await api.close()
 
@@ -198,9 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="*",
         type=Path,
         help=(
-            "YAML or JSON files of Nodes, Pods, PDBs, PriorityClasses, Namespaces and storage "
-            "objects (PVs, PVCs, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities, "
-            "VolumeAttachments)"
+            "YAML or JSON files of Nodes, Pods, PDBs, PriorityClasses, Namespaces, PodGroups "
+            "and storage objects (PVs, PVCs, StorageClasses, CSINodes, CSIDrivers, "
+            "CSIStorageCapacities, VolumeAttachments)"
         ),
     )
     simulate.add_argument("--config", type=Path, help="a KubeSchedulerConfiguration file")

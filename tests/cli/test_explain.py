@@ -11,7 +11,7 @@ from typing import Any
 import kmock
 import pytest
 
-from kopf_scheduler.config.loader import default_config
+from kopf_scheduler.config.loader import check_config_file, default_config
 from kopf_scheduler.service.explain_cli import explain
 from kopf_scheduler.service.explanations import ANNOTATION, encode_record
 from kopf_scheduler.sim.runner import Simulation
@@ -65,6 +65,16 @@ def kubeconfig(tmp_path: Path, kmock: kmock.RawHandler) -> str:
             json.dumps({**VALID, "preemption": {"outcome": "x", "candidates": [{"node": "n"}]}}),
             "preemption.candidates[0].victims is missing",
             id="candidate-without-victims",
+        ),
+        pytest.param(
+            json.dumps({**VALID, "plugins": ["Coscheduling"]}),
+            "plugins must be an object",
+            id="plugins-not-an-object",
+        ),
+        pytest.param(
+            json.dumps({**VALID, "plugins": {"Coscheduling": {"summary": 3}}}),
+            "plugins.Coscheduling.summary must be a string",
+            id="summary-not-a-string",
         ),
     ],
 )
@@ -123,3 +133,19 @@ def test_an_unreachable_cluster_is_one_line_and_exit_1(tmp_path: Path) -> None:
     assert "Traceback" not in outcome.stderr
     [line] = outcome.error_lines
     assert line.startswith("error: cannot connect to the API server: ")
+
+
+async def test_a_gang_members_record_shows_its_group(
+    kmock: kmock.RawHandler, kubeconfig: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = Path(__file__).parents[2]
+    config = check_config_file(root / "manifests/base/config.yaml").config
+    scenario = load_scenario([root / "operator/kopf_scheduler/examples/gangs.yaml"])
+    result = await Simulation(config, explain=True).run(scenario)
+    failed = next(a for a in result.attempts if a.result == "unschedulable")
+    kmock[f"get {POD_PATH}"] << pod_with(encode_record(failed, 16384))
+    assert await explain("team/web", kubeconfig, "text") == 0
+    assert (
+        "  Coscheduling: 3 waiting at Permit: 3 of 4 members placed, 1 missing "
+        "(group default/training, members 4, minMember 4, missing 1, placed 3, waiting 3)\n"
+    ) in capsys.readouterr().out

@@ -21,6 +21,7 @@ QUANTITY_RULE = (
 )
 SUPPORTED = (
     "supported: PodDisruptionBudget (policy/v1), PriorityClass (scheduling.k8s.io/v1), "
+    "PodGroup (scheduling.x-k8s.io/v1alpha1), "
     "CSIDriver (storage.k8s.io/v1), CSINode (storage.k8s.io/v1), "
     "CSIStorageCapacity (storage.k8s.io/v1), StorageClass (storage.k8s.io/v1), "
     "VolumeAttachment (storage.k8s.io/v1), Namespace (v1), Node (v1), PersistentVolume (v1), "

@@ -13,7 +13,7 @@ runs in an attempt has one, and must then reach the same decision.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -201,6 +201,18 @@ class BindPlugin(Plugin, Protocol):
 @runtime_checkable
 class PostBindPlugin(Plugin, Protocol):
     def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
+
+
+@runtime_checkable
+class ExplainingPlugin(Plugin, Protocol):
+    """A plugin that knows something about a pod beyond one attempt's node verdicts (where a
+    gang member's group stands), for decision records. Not an extension point: the scheduler
+    asks only when a record is read."""
+
+    def explain_pod(self, pod: Pod) -> Mapping[str, Any] | None:
+        """JSON-ready facts about ``pod`` as the plugin sees it now, with a one-line ``summary``
+        among them; ``None`` when the plugin has nothing to say about this pod. ``pod`` has
+        its node when the attempt bound it."""
 
 
 EXTENSION_POINTS: dict[str, Any] = {

@@ -2,17 +2,21 @@
 
 Upstream aggregates per-node reasons into one histogram line; we keep, per attempt, each node's
 rejecting plugin and reason or its per-plugin scores, the chosen node, and the preemption record.
-The simulator prints these; the operator stores the latest one on the pod (size-bounded).
+Plugins that know more about the pod than one attempt shows (a gang member's group) add their
+own facts (:class:`~kopf_scheduler.framework.interfaces.ExplainingPlugin`). The simulator prints
+these; the operator stores the latest one on the pod (size-bounded).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, overload
 
+from kopf_scheduler.framework.interfaces import ExplainingPlugin
 from kopf_scheduler.framework.status import Status
 from kopf_scheduler.framework.types import Diagnosis, NodePluginScores
+from kopf_scheduler.model.pod import Pod
 
 T = TypeVar("T")
 
@@ -98,6 +102,10 @@ class AttemptRecord:
     nodes left unexamined once enough feasible ones were found)."""
     preemption: Deferred[dict[str, Any] | None] = Deferred(lambda: None)
     """May be assigned a function that builds the dict (it runs on first read)."""
+    plugin_states: Deferred[Mapping[str, Mapping[str, Any]]] = Deferred(dict)
+    """What plugins know about the pod beyond this attempt, by plugin name (see
+    :func:`plugin_states`). May be assigned a function: the plugins are asked on first read,
+    and answer with what they know then."""
 
     def as_dict(self, *, with_nodes: bool = True) -> dict[str, Any]:
         """The record as JSON-ready data; without ``nodes`` when ``with_nodes`` is false."""
@@ -117,7 +125,20 @@ class AttemptRecord:
             result["unlistedNodes"] = self.unlisted_status
         if self.preemption is not None:
             result["preemption"] = self.preemption
+        if self.plugin_states:
+            result["plugins"] = {name: dict(state) for name, state in self.plugin_states.items()}
         return result
+
+
+def plugin_states(plugins: Iterable[object], pod: Pod) -> dict[str, Mapping[str, Any]]:
+    """What each :class:`ExplainingPlugin` among ``plugins`` says about ``pod``, by name."""
+    states: dict[str, Mapping[str, Any]] = {}
+    for plugin in plugins:
+        if isinstance(plugin, ExplainingPlugin):
+            state = plugin.explain_pod(pod)
+            if state is not None:
+                states[plugin.name] = state
+    return states
 
 
 class NodeVerdicts(Sequence[NodeVerdict]):

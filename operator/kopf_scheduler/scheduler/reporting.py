@@ -29,7 +29,7 @@ from kopf_scheduler.ports import (
 from kopf_scheduler.preemption.record import PREEMPTION_RECORD, preemption_as_dict
 from kopf_scheduler.scheduler.algorithm import Decision
 from kopf_scheduler.scheduler.attempt import Attempt, FailedAttempt
-from kopf_scheduler.scheduler.explain import AttemptRecord, NodeVerdict, verdicts
+from kopf_scheduler.scheduler.explain import AttemptRecord, NodeVerdict, plugin_states, verdicts
 
 logger = structlog.get_logger("kopf_scheduler.scheduler")
 
@@ -117,4 +117,8 @@ class Reporter:
         preemption = attempt.state.get(PREEMPTION_RECORD)
         if preemption is not None:
             record.preemption = lambda: preemption_as_dict(preemption)
+        plugins, pod = attempt.framework.plugins.all, attempt.qpi.pod
+        record.plugin_states = lambda: plugin_states(
+            plugins, pod.assigned_to(node) if node else pod
+        )
         self.on_attempt(record)

@@ -2,7 +2,8 @@
 
 The record is an annotation, and anyone who can patch the pod can write it, so it is checked
 before it is rendered: text that is not JSON, JSON that is not a record, and a record that lacks
-a field the rendering reads each get a one-line error naming what is wrong.
+a field the rendering reads each get a one-line error naming what is wrong. What plugins add
+about the pod (``plugins``: a gang member's group, from Coscheduling) is shown after the nodes.
 """
 
 from __future__ import annotations
@@ -119,6 +120,12 @@ def parse_record(text: str) -> dict[str, Any]:
             _require(candidate, {"node": STRING, "victims": STRING_LIST}, where)
             criteria = _mapping(candidate.get("criteria"), f"{where}.criteria")
             _require(criteria, _CRITERIA, f"{where}.criteria")
+    if "plugins" in record:
+        for name, entry in _mapping(record["plugins"], "plugins").items():
+            where = f"plugins.{name}"
+            state = _mapping(entry, where)
+            if "summary" in state and not STRING.accepts(state["summary"]):
+                raise RecordError(f"{where}.summary must be {STRING.name}")
     return record
 
 

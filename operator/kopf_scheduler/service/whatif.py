@@ -3,18 +3,20 @@
 The current state is read with LIST requests only (nodes, pods, PDBs with the disruption
 controller's status, PriorityClasses, namespaces, and the storage objects the volume plugins
 read: PersistentVolumes and claims, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities,
-VolumeAttachments) and handed to the simulator together with the pods to add (and any new claims
-they use); nothing is ever written to the cluster, so a read-only identity can run it. An
-identity that may not list one of these collections gets an error naming it, not a silently
-partial answer. Kubernetes has no such dry run (kubernetes #58242).
+VolumeAttachments, and PodGroups when a profile enables Coscheduling, as the scheduler itself
+lists them only then) and handed to the simulator together with the pods to add (and any new
+claims or PodGroups they use); nothing is ever written to the cluster, so a read-only identity
+can run it. An identity that may not list one of these collections gets an error naming it, not
+a silently partial answer. Kubernetes has no such dry run (kubernetes #58242).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from kopf_scheduler.config.types import SchedulerConfig
 from kopf_scheduler.informer.handlers import STORAGE_KINDS
 from kopf_scheduler.informer.watched_kinds import WATCHED_KINDS
 from kopf_scheduler.k8s.client import Api
@@ -44,10 +46,25 @@ async def _list(api: Api, path: str) -> list[dict[str, Any]]:
         raise
 
 
-async def cluster_scenario(api: Api, added: Iterable[str | Path]) -> tuple[Scenario, list[str]]:
+def named_plugins(config: SchedulerConfig) -> set[str]:
+    """The plugins some profile of ``config`` enables by name (at any extension point); a kind
+    only one plugin reads is listed when its plugin is among them."""
+    return {
+        ref.name
+        for profile in config.profiles
+        for plugin_set in profile.plugins.values()
+        for ref in plugin_set.enabled
+    }
+
+
+async def cluster_scenario(
+    api: Api, added: Iterable[str | Path], plugins: Collection[str] = ()
+) -> tuple[Scenario, list[str]]:
     """The live cluster as a scenario, plus the added pods (pending, in file order).
 
-    Returns the scenario and the ``namespace/name`` keys of the added pods.
+    ``plugins`` are the enabled plugins (:func:`named_plugins`): the kinds only one plugin
+    reads (PodGroups) are listed when that plugin is among them. Returns the scenario and the
+    ``namespace/name`` keys of the added pods.
     """
     classes = await _list(api, "/apis/scheduling.k8s.io/v1/priorityclasses")
     extra = load_scenario(added, known_priority_classes=[c["metadata"]["name"] for c in classes])
@@ -55,8 +72,8 @@ async def cluster_scenario(api: Api, added: Iterable[str | Path]) -> tuple[Scena
     if extra.nodes or extra.running_pods or extra.pdbs or foreign_storage:
         names = [n["metadata"]["name"] for n in extra.nodes + foreign_storage]
         raise ValueError(
-            "--add takes pending pods (and PriorityClasses, Namespaces or "
-            "PersistentVolumeClaims they need); it got nodes, running pods, PDBs or "
+            "--add takes pending pods (and PriorityClasses, Namespaces, "
+            "PersistentVolumeClaims or PodGroups they need); it got nodes, running pods, PDBs or "
             f"other storage objects {names or ''}".rstrip()
         )
     scenario = Scenario()
@@ -70,6 +87,9 @@ async def cluster_scenario(api: Api, added: Iterable[str | Path]) -> tuple[Scena
         if watched.kind in STORAGE_KINDS:
             for raw in await _list(api, watched.path):
                 scenario.storage.append(_clean(raw, watched.kind, watched.api_version))
+        elif watched.kind == "PodGroup" and watched.plugin in plugins:
+            for raw in await _list(api, watched.path):
+                scenario.pod_groups.append(_clean(raw, watched.kind, watched.api_version))
     for raw in await _list(api, "/apis/policy/v1/poddisruptionbudgets"):
         pdb = _clean(raw, "PodDisruptionBudget", "policy/v1")
         pdb.setdefault("status", {}).setdefault("disruptionsAllowed", 0)
@@ -104,6 +124,13 @@ async def cluster_scenario(api: Api, added: Iterable[str | Path]) -> tuple[Scena
                 "in the cluster"
             )
         scenario.storage.append(claim)
+    known_groups = {_namespaced_key(g) for g in scenario.pod_groups}
+    for group in extra.pod_groups:
+        if _namespaced_key(group) in known_groups:
+            raise ValueError(
+                f"--add: PodGroup {_namespaced_key(group)} already exists in the cluster"
+            )
+        scenario.pod_groups.append(group)
     keys = []
     for pod in extra.pending_pods:
         metadata = pod.get("metadata") or {}

@@ -9,7 +9,8 @@ pod being deleted stays terminating for its grace period, and an update based on
 resourceVersion is refused. The disruption controller keeps PodDisruptionBudget status up to
 date: each PDB keeps the set of pods it selects (pod labels never change here), so a pod change
 updates only the PDBs that select that pod. The volume controllers (``sim/volume_controllers.py``)
-bind, provision and create ephemeral claims.
+bind, provision and create ephemeral claims. PodGroups (scheduler-plugins' custom resource) are
+kept as the API server keeps a custom resource: stored, versioned and announced, nothing more.
 
 Storage objects are never changed in place once stored (the scheduler's views keep the raw
 dictionaries they were built from): every change stores a new copy.
@@ -36,6 +37,7 @@ from kopf_scheduler.sim.scenario import NAMESPACED_KINDS, STORAGE_KINDS
 from kopf_scheduler.sim.volume_controllers import CLAIM, STORAGE_CLASS, VOLUME, VolumeControllers
 
 Raw = dict[str, Any]
+POD_GROUP = "PodGroup"
 Listener = Callable[[str, str, Mapping[str, Any]], None]
 """``listener(kind, event_type, raw)`` receives every change."""
 
@@ -60,6 +62,8 @@ class InMemoryCluster:
         self.pdbs: dict[str, Raw] = {}
         self.priority_classes: dict[str, Raw] = {}
         self.namespaces: dict[str, Raw] = {}
+        self.pod_groups: dict[str, Raw] = {}
+        """PodGroups by ``namespace/name``."""
         self.events: list[RecordedEvent] = []
         self.deleted: dict[str, Raw] = {}
         """Pods removed from the cluster, by key, as they were last seen."""
@@ -161,6 +165,8 @@ class InMemoryCluster:
             self.priority_classes[name] = obj
         elif kind == "Namespace":
             self.namespaces[name] = obj
+        elif kind == POD_GROUP:
+            self.pod_groups[_key(kind, metadata)] = obj
         elif kind in STORAGE_KINDS:
             if kind == CLAIM:
                 default_claim_class(obj, self.storage[STORAGE_CLASS].values())
@@ -374,6 +380,31 @@ class InMemoryCluster:
         gone = copy.deepcopy(self.storage[kind].pop(key))
         self._stamp(gone)
         self._emit(kind, DELETED, gone)
+
+    # PodGroups ------------------------------------------------------------------------------------
+
+    def update_pod_group(self, raw: Mapping[str, Any]) -> Raw:
+        """Replace a stored PodGroup (as a PUT without a resourceVersion precondition)."""
+        metadata = raw.get("metadata") or {}
+        key = _key(POD_GROUP, metadata)
+        stored = self.pod_groups.get(key)
+        if stored is None:
+            raise NotFoundError(
+                f'podgroups.scheduling.x-k8s.io "{metadata.get("name", "")}" not found'
+            )
+        updated: Raw = copy.deepcopy(dict(raw))
+        updated_metadata = updated.setdefault("metadata", {})
+        for field in ("namespace", "uid", "creationTimestamp"):
+            updated_metadata[field] = stored["metadata"][field]
+        self._stamp(updated)
+        self.pod_groups[key] = updated
+        self._emit(POD_GROUP, MODIFIED, updated)
+        return updated
+
+    def delete_pod_group(self, key: str) -> None:
+        gone = copy.deepcopy(self.pod_groups.pop(key))
+        self._stamp(gone)
+        self._emit(POD_GROUP, DELETED, gone)
 
     def record(self, event: Event) -> None:
         related = event.related.key if event.related is not None else ""

@@ -1,4 +1,9 @@
-"""Turn a simulation result into the documented JSON shape, YAML, or a readable table."""
+"""Turn a simulation result into the documented JSON shape, YAML, or a readable table.
+
+PodGroups of the scenario get a section of their own: each group's ``minMember`` against its
+members bound and pending at the end. Only a profile with Coscheduling schedules them as gangs;
+without one, the scheduler does not read PodGroups (as on a cluster) and the section says so.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from kopf_scheduler.model.pod_group import POD_GROUP_LABEL
 from kopf_scheduler.preemption.record import OUTCOME_NOMINATED
 from kopf_scheduler.sim.runner import SimulationResult
 
@@ -40,6 +46,42 @@ def _pod_entry(
         "priority": spec.get("priority") or 0,
         "message": message,
     }
+
+
+GANG_PLUGIN = "Coscheduling"
+
+
+def _pod_group_entries(
+    result: SimulationResult, pods: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Each PodGroup with its members' outcome (from the pod entries of the report)."""
+    members: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for key, raw in result.cluster.pods.items():
+        group = ((raw.get("metadata") or {}).get("labels") or {}).get(POD_GROUP_LABEL)
+        if group:
+            members.setdefault((key.split("/", 1)[0], group), []).append(raw)
+    by_key = {f"{p['namespace']}/{p['name']}": p for p in pods}
+    entries = []
+    for key, raw in sorted(result.cluster.pod_groups.items()):
+        namespace, name = key.split("/", 1)
+        statuses = [
+            by_key[f"{namespace}/{pod['metadata']['name']}"]["status"]
+            for pod in members.get((namespace, name), [])
+        ]
+        min_member = int((raw.get("spec") or {}).get("minMember") or 0)
+        bound = statuses.count("Bound")
+        entries.append(
+            {
+                "namespace": namespace,
+                "name": name,
+                "minMember": min_member,
+                "members": len(statuses),
+                "bound": bound,
+                "pending": statuses.count("Pending"),
+                "complete": bound >= min_member,
+            }
+        )
+    return entries
 
 
 def build_report(
@@ -88,6 +130,13 @@ def build_report(
         "events": events,
         "summary": summary,
     }
+    if cluster.pod_groups:
+        report["podGroups"] = _pod_group_entries(result, pods)
+        report["gangScheduling"] = any(
+            plugin.name == GANG_PLUGIN
+            for framework in result.scheduler.profiles.values()
+            for plugin in framework.plugins.all
+        )
     if explain:
         report["attempts"] = [a.as_dict() for a in result.attempts]
     if added:
@@ -160,6 +209,27 @@ def render_table(report: dict[str, Any]) -> str:
             for p in report["pods"]
         ],
     )
+    if "podGroups" in report:
+        lines += ["", "POD GROUPS"]
+        if not report["gangScheduling"]:
+            lines.append(
+                f"(no profile enables {GANG_PLUGIN}: the scheduler ignores PodGroups, "
+                "and their pods are scheduled one by one)"
+            )
+        lines += _table(
+            ["NAMESPACE/NAME", "MIN MEMBER", "MEMBERS", "BOUND", "PENDING", "COMPLETE"],
+            [
+                [
+                    f"{g['namespace']}/{g['name']}",
+                    str(g["minMember"]),
+                    str(g["members"]),
+                    str(g["bound"]),
+                    str(g["pending"]),
+                    "yes" if g["complete"] else "no",
+                ]
+                for g in report["podGroups"]
+            ],
+        )
     lines += ["", "PREEMPTIONS"]
     if report["preemptions"]:
         lines += _table(
@@ -217,6 +287,11 @@ def render_explanations(attempts: list[dict[str, Any]]) -> list[str]:
                     f"  {node['node']}: rejected by {node['plugin'] or '-'} ({node['code']}): "
                     + "; ".join(node["reasons"])
                 )
+        for plugin, state in (attempt.get("plugins") or {}).items():
+            # Sorted, as the annotation stores them, so both read the same.
+            details = ", ".join(f"{k} {v}" for k, v in sorted(state.items()) if k != "summary")
+            summary = state.get("summary") or ""
+            lines.append(f"  {plugin}: {summary}" + (f" ({details})" if details else ""))
         if attempt.get("unlistedNodes"):
             lines.append(f"  other nodes: {attempt['unlistedNodes']}")
         preemption = attempt.get("preemption")

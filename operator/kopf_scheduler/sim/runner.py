@@ -13,7 +13,6 @@ While tasks are pending, time moves only once the event loop has nothing left to
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 from collections.abc import Mapping
@@ -24,7 +23,8 @@ from kopf_scheduler.assembly import ClusterView, Ports, build_scheduler
 from kopf_scheduler.config.types import SchedulerConfig
 from kopf_scheduler.informer.handlers import EventHandlers
 from kopf_scheduler.informer.store import Store
-from kopf_scheduler.queue.scheduling_queue import SchedulingQueue
+from kopf_scheduler.informer.watched_kinds import WATCHED_KINDS
+from kopf_scheduler.queue.scheduling_queue import ACTIVE, BACKOFF, SchedulingQueue
 from kopf_scheduler.scheduler.binding_cycle import DEFAULT_MAX_BINDING_CYCLES
 from kopf_scheduler.scheduler.explain import AttemptRecord
 from kopf_scheduler.scheduler.loop import Scheduler
@@ -68,8 +68,13 @@ class Simulation:
         seed: int = 0,
         max_virtual_seconds: float = 24 * 3600.0,
         max_binding_cycles: int = DEFAULT_MAX_BINDING_CYCLES,
+        explain: bool = False,
     ) -> None:
         self.config = config
+        self.explain = explain
+        """Take each attempt record's plugin states as the attempt ends (what a gang member's
+        group looked like then), for a report that shows them; they cost a walk of the
+        snapshot per gang attempt, so only a report that shows them asks."""
         self.max_binding_cycles = max_binding_cycles
         self.seed = seed
         self.max_virtual_seconds = max_virtual_seconds
@@ -93,23 +98,37 @@ class Simulation:
             ports,
             view,
             seed=self.seed,
-            on_attempt=self.attempts.append,
+            on_attempt=self._keep_attempt,
             max_binding_cycles=self.max_binding_cycles,
         )
         handlers = EventHandlers(scheduler, self.store)
-        routes = {
-            "Node": handlers.on_node,
-            "Pod": handlers.on_pod,
-            "PodDisruptionBudget": handlers.on_pdb,
-            "PriorityClass": handlers.on_priority_class,
-            "Namespace": handlers.on_namespace,
+        enabled = {
+            plugin.name
+            for framework in scheduler.profiles.values()
+            for plugin in framework.plugins.all
         }
-        for kind in STORAGE_KINDS:
-            routes[kind] = functools.partial(handlers.on_storage, kind)
-        cluster.subscribe(lambda kind, event_type, raw: routes[kind](event_type, raw))
+        # As a scheduler on a cluster watches (WATCHED_KINDS), the simulated one sees a kind
+        # that only one plugin reads (PodGroups) only when a profile enables that plugin.
+        routes = {
+            watched.kind: handlers.route(watched.kind)
+            for watched in WATCHED_KINDS
+            if not watched.plugin or watched.plugin in enabled
+        }
+
+        def deliver(kind: str, event_type: str, raw: Mapping[str, Any]) -> None:
+            route = routes.get(kind)
+            if route is not None:
+                route(event_type, raw)
+
+        cluster.subscribe(deliver)
         self.scheduler = scheduler
         self.handlers = handlers
         return scheduler, handlers
+
+    def _keep_attempt(self, record: AttemptRecord) -> None:
+        if self.explain:
+            _ = record.plugin_states  # the plugins answer now, not when the report is built
+        self.attempts.append(record)
 
     async def _settle(self, scheduler: Scheduler) -> None:
         loop = running_simulation_loop()
@@ -121,11 +140,11 @@ class Simulation:
                 return
             # Every task runs until it waits; what still waits then waits for time to pass.
             await loop.idle()
-            if scheduler.queue.active_pods() and any(
-                framework.waiting_pods() for framework in scheduler.profiles.values()
+            if any(framework.waiting_pods() for framework in scheduler.profiles.values()) and (
+                _has_pods_to_pop(scheduler.queue)
             ):
-                # Pods held at Permit wait for pods the scheduler pops at once (a gang's other
-                # members), long before their timeout could pass.
+                # Pods held at Permit wait for pods the scheduler pops at once or once their
+                # back-off ends (a gang's other members), long before their timeout could pass.
                 return
             deadline = self.clock.next_deadline()
             if scheduler.pending_tasks and deadline is not None:
@@ -172,6 +191,7 @@ class Simulation:
                 scenario.priority_classes,
                 scenario.nodes,
                 sorted(scenario.storage, key=lambda raw: STORAGE_CREATION_ORDER[raw["kind"]]),
+                scenario.pod_groups,
                 scenario.running_pods,
                 scenario.pdbs,
             )
@@ -238,3 +258,10 @@ class Simulation:
                 continue
             break
         await scheduler.drain()
+
+
+def _has_pods_to_pop(queue: SchedulingQueue) -> bool:
+    """Pods in activeQ or backoffQ, counted without listing them (settling runs after every
+    cycle, so a list here would cost a pass over the whole queue per pod)."""
+    counts = queue.pending_counts()
+    return bool(counts[ACTIVE] or counts[BACKOFF])

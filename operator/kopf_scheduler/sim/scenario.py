@@ -25,6 +25,7 @@ from kopf_scheduler.model.errors import InvalidObjectError
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pdb import PodDisruptionBudget
 from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.model.pod_group import PodGroup
 from kopf_scheduler.model.priority_class import PriorityClass
 from kopf_scheduler.model.quantity import parse_quantity
 from kopf_scheduler.model.storage import (
@@ -51,7 +52,7 @@ created: classes and drivers before the claims that name them, claims before the
 point back at them."""
 
 NAMESPACED_KINDS = frozenset(
-    {"Pod", "PodDisruptionBudget", "PersistentVolumeClaim", "CSIStorageCapacity"}
+    {"Pod", "PodDisruptionBudget", "PersistentVolumeClaim", "CSIStorageCapacity", "PodGroup"}
 )
 
 SUPPORTED = {
@@ -62,6 +63,7 @@ SUPPORTED = {
     ("v1", "PersistentVolumeClaim"),
     ("policy/v1", "PodDisruptionBudget"),
     ("scheduling.k8s.io/v1", "PriorityClass"),
+    ("scheduling.x-k8s.io/v1alpha1", "PodGroup"),
     ("storage.k8s.io/v1", "StorageClass"),
     ("storage.k8s.io/v1", "CSINode"),
     ("storage.k8s.io/v1", "CSIDriver"),
@@ -89,6 +91,9 @@ class Scenario:
     """In document order: the order in which they arrive."""
     storage: list[dict[str, Any]] = field(default_factory=list)
     """PersistentVolumes, claims, StorageClasses and the CSI objects, in document order."""
+    pod_groups: list[dict[str, Any]] = field(default_factory=list)
+    """scheduler-plugins' PodGroups (gang scheduling), in document order; only a profile with
+    Coscheduling reads them."""
 
 
 def _describe(obj: Mapping[str, Any], index: int) -> str:
@@ -148,6 +153,7 @@ _RESOURCE_LISTS: dict[str, tuple[tuple[str, ...], ...]] = {
         ("spec", "resources", "limits"),
     ),
     "Node": (("status", "capacity"), ("status", "allocatable")),
+    "PodGroup": (("spec", "minResources"),),
 }
 """Where each kind keeps resource quantities outside its containers (pods: also per container)."""
 
@@ -215,6 +221,8 @@ def _check(
             PodDisruptionBudget(obj)
         elif kind == "PriorityClass":
             PriorityClass(obj)
+        elif kind == "PodGroup":
+            PodGroup(obj)
         elif kind in STORAGE_KINDS:
             STORAGE_KINDS[kind](obj)
         elif not isinstance((obj.get("metadata") or {}).get("name"), str):
@@ -258,6 +266,8 @@ def load_scenario(
                 scenario.pdbs.append(obj)
             elif kind in STORAGE_KINDS:
                 scenario.storage.append(obj)
+            elif kind == "PodGroup":
+                scenario.pod_groups.append(obj)
             elif (obj.get("spec") or {}).get("nodeName"):
                 scenario.running_pods.append(obj)
             else:
