@@ -16,6 +16,9 @@ dry run looks for. ``pdbPolicy`` is our addition: ``BestEffort`` (default, upstr
 prefer candidates that violate no PodDisruptionBudget, but use one that does if nothing else
 works) or ``Strict`` (never preempt in violation of a PodDisruptionBudget; the FailedScheduling
 message then says so).
+
+A pod whose PreFilter marked it as a member of a gang that preempts as a whole
+(:data:`~kopf_scheduler.preemption.gang.GANG_PREEMPTION`) is left to its gang's PostFilter.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from kopf_scheduler.preemption.evaluator import (
     Evaluator,
     PreemptionSettings,
 )
+from kopf_scheduler.preemption.gang import GANG_PREEMPTION
 
 NAME = "DefaultPreemption"
 MESSAGE_PREFIX = "preemption: "
@@ -124,6 +128,9 @@ class DefaultPreemption:
     def post_filter(
         self, state: CycleState, pod: Pod, node_to_status: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status]:
+        if state.get(GANG_PREEMPTION):
+            # A member of a group short of minMember: its group's PostFilter preempts for all.
+            return None, Status(Code.UNSCHEDULABLE)
         try:
             result, status = self.evaluator.preempt(state, pod, node_to_status)
         finally:

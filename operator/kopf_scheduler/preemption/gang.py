@@ -16,7 +16,9 @@ The rules
        a node count as they do for upstream's filters (equal or higher priority), except the
        group's own members, which the plan places itself. A member that the profile's
        PreFilter rejects as UnschedulableAndUnresolvable (or with an error) is not placed;
-       its PreFilter result, when it names nodes, limits where it can go.
+       its PreFilter result, when it names nodes, limits where it can go. PreFilter runs with
+       :data:`PLANNING` in the state, so that a gang plugin does not turn members away for
+       lack of free capacity, which is what the plan is about to change.
     2. A pod can be a victim of a member only if its priority is lower than the member's.
        A lower-priority pod already terminating is not a victim: its room is counted as free,
        so a plan made again while earlier victims are going evicts no one more. The group's
@@ -62,7 +64,7 @@ from dataclasses import dataclass, field
 
 from kopf_scheduler.cache.node_info import NodeInfo
 from kopf_scheduler.cache.snapshot import Snapshot
-from kopf_scheduler.framework.cycle_state import CycleState
+from kopf_scheduler.framework.cycle_state import CycleState, StateKey
 from kopf_scheduler.framework.runtime import Framework
 from kopf_scheduler.framework.status import Code, Status
 from kopf_scheduler.model.pdb import PodDisruptionBudget
@@ -78,6 +80,14 @@ from kopf_scheduler.preemption.victims import (
     is_preemption_allowed,
     sort_by_importance,
 )
+
+PLANNING: StateKey[bool] = StateKey("preemption/gang/planning")
+"""Written in every member's CycleState before the planner runs PreFilter: a gang plugin then
+skips its checks of the cluster's free capacity, which a plan is about to change."""
+
+GANG_PREEMPTION: StateKey[bool] = StateKey("preemption/gang/handled")
+"""Written by a gang plugin's PreFilter for a pod whose group preempts as a whole: per-pod
+preemption then leaves the pod to the group's PostFilter."""
 
 
 @dataclass(frozen=True)
@@ -180,6 +190,7 @@ def _prepare(request: GangRequest) -> list[_Member]:
     members: list[_Member] = []
     for pod in request.members:
         state = CycleState()
+        state.write(PLANNING, True)
         result, status, _ = request.framework.run_pre_filter(state, pod, nodes)
         if status.is_success() or status.code == Code.UNSCHEDULABLE:
             node_names = result.node_names if result is not None else None

@@ -9,7 +9,7 @@ from kopf_scheduler.config.loader import API_VERSION, KIND, parse_config
 from kopf_scheduler.config.types import SchedulerConfig
 from kopf_scheduler.informer.handlers import ADDED
 from kopf_scheduler.sim.runner import Simulation
-from tests.builders import make_node
+from tests.builders import make_node, make_pod
 from tests.plugins.coscheduling.support import member, pod_group_obj
 
 SCHED = "kopf-scheduler"
@@ -84,3 +84,66 @@ async def test_a_group_of_three_with_room_for_three_binds_all() -> None:
     _, placed = await _schedule_gang(nodes=3)
     assert sorted(placed) == ["default/w0", "default/w1", "default/w2"]
     assert sorted(node for node in placed.values() if node) == ["n0", "n1", "n2"]
+
+
+class _AttemptBudget(list[Any]):
+    """The simulation's attempt log, failing the test once a scenario tries more pods than it
+    can need (a scheduler retrying a group in a loop never lets virtual time move on)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def append(self, item: Any) -> None:
+        super().append(item)
+        assert len(self) <= self.limit, [record.pod for record in self[-8:]]
+
+
+def _config_without_group_backoff() -> SchedulerConfig:
+    return parse_config(
+        {
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "podInitialBackoffSeconds": 1,
+            "podMaxBackoffSeconds": 2,
+            "profiles": [
+                {
+                    "schedulerName": SCHED,
+                    "plugins": {
+                        "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+                        "queueSort": {
+                            "enabled": [{"name": "Coscheduling"}],
+                            "disabled": [{"name": "*"}],
+                        },
+                    },
+                    "pluginConfig": [
+                        {"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 3}}
+                    ],
+                }
+            ],
+        }
+    )
+
+
+async def test_a_group_that_cannot_fit_waits_like_any_unschedulable_pod() -> None:
+    # Four members, room for three, no group back-off: the group's own reservations given back
+    # must not send it round again at once, ahead of every other pod.
+    sim = Simulation(_config_without_group_backoff(), max_virtual_seconds=30)
+    sim.attempts = _AttemptBudget(limit=40)
+    sim.start()
+    assert sim.handlers is not None
+    sim.handlers.route("PodGroup")(ADDED, pod_group_obj("g", 4))
+    for index in range(3):
+        sim.apply(make_node(f"n{index}").capacity(cpu="4", memory="8Gi", pods=10).obj())
+    for index in range(4):
+        sim.apply(member(f"g{index}", "g").scheduler(SCHED).req(cpu="3").obj())
+    await sim.run_until_quiet()
+    assert len(sim.attempts) <= 8, [record.pod for record in sim.attempts]
+
+    # A plain pod the size of one member finds the room the group could not use.
+    sim.apply(make_pod("plain").scheduler(SCHED).req(cpu="3").obj())
+    await sim.run_until_quiet()
+    assert sim.cluster.pods["default/plain"]["spec"].get("nodeName")
+    assert not any(
+        sim.cluster.pods[f"default/g{index}"]["spec"].get("nodeName") for index in range(4)
+    )

@@ -14,10 +14,12 @@ from kopf_scheduler.framework.cycle_state import CycleState
 from kopf_scheduler.framework.events import ActionType, EventResource, QueueingHint
 from kopf_scheduler.framework.runtime import Framework
 from kopf_scheduler.framework.status import Code, Status
-from kopf_scheduler.framework.types import QueuedPodInfo
+from kopf_scheduler.framework.types import PostFilterResult, QueuedPodInfo
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.pod_group import PodGroup
 from kopf_scheduler.plugins.coscheduling import CoschedulingArgs
+from kopf_scheduler.plugins.coscheduling.gang_preemption import GangPreemption
+from kopf_scheduler.preemption.gang import PLANNING
 from tests.builders import make_node, make_pod, node_info
 from tests.plugins.coscheduling.support import Gang, member, pod_group_obj
 
@@ -46,6 +48,15 @@ def test_args_default_and_validate() -> None:
         CoschedulingArgs.parse({"podGroupBackoffSeconds": -1})
     with pytest.raises(InvalidArgsError, match=r"args.kubeMaster: unknown field"):
         CoschedulingArgs.parse({"kubeMaster": "x"})
+    assert CoschedulingArgs.parse(None).gang_preemption is True
+    assert CoschedulingArgs.parse({"gangPreemption": False}).gang_preemption is False
+    with pytest.raises(InvalidArgsError, match=r"args.gangPreemption: must be true or false"):
+        CoschedulingArgs.parse({"gangPreemption": "yes"})
+
+
+def test_gang_preemption_is_built_by_default_and_can_be_switched_off() -> None:
+    assert isinstance(Gang(_nodes()).plugin._gang_preemptor, GangPreemption)
+    assert Gang(_nodes(), args={"gangPreemption": False}).plugin._gang_preemptor is None
 
 
 # QueueSort -------------------------------------------------------------------------------------
@@ -131,6 +142,18 @@ def test_pre_filter_checks_min_resources_against_free_capacity() -> None:
     assert _run_pre_filter(gang, fits[0]).code == Code.SUCCESS
 
 
+def test_pre_filter_leaves_the_free_capacity_to_a_gang_preemption_plan() -> None:
+    gang = Gang(_nodes(2, cpu="4"))
+    gang.add_group(pod_group_obj("big", 2, minResources={"cpu": "100"}))
+    pods = [member(f"b{i}", "big").pod() for i in range(2)]
+    gang.add_pods(*pods)
+    assert _run_pre_filter(gang, pods[0]).code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    planning = CycleState()
+    planning.write(PLANNING, True)
+    _, status, _ = gang.framework.run_pre_filter(planning, pods[0], gang.snapshot.node_info_list)
+    assert status.code == Code.SUCCESS
+
+
 def test_pre_filter_counts_the_groups_own_placed_members_as_room() -> None:
     gang = Gang(_nodes(1, cpu="4"))
     gang.add_group(pod_group_obj("g", 3, minResources={"cpu": "3"}))
@@ -185,7 +208,9 @@ async def test_permit_holds_members_until_min_member_then_allows_all() -> None:
     gang = Gang(_nodes(3))
     gang.add_group(pod_group_obj("g", 3))
     pods = [member(f"p{i}", "g").pod() for i in range(3)]
-    gang.add_pods(*pods)
+    gang.add_pods(pods[0], pods[1])
+    assert _run_pre_filter(gang, pods[1]).code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    gang.add_pods(pods[2])
     timer = _Timer()
     first, first_wait = await _permit(gang.framework, gang, pods[0], "n1", timer)
     second, second_wait = await _permit(gang.framework, gang, pods[1], "n2", timer)
@@ -193,8 +218,9 @@ async def test_permit_holds_members_until_min_member_then_allows_all() -> None:
     assert timer.waits == [60, 60]
     assert [w.pod.name for w in gang.framework.waiting_pods()] == ["p0", "p1"]
     assert not first_wait.done() and not second_wait.done()
-    # The first member's wait activated its siblings that were turned away before.
-    assert [pod.name for pod in gang.activated] == ["p1", "p2"]
+    # The first member's wait activated the sibling PreFilter turned away, and only it: the
+    # others are in the queue already, or wait for their back-off after a failed attempt.
+    assert [pod.name for pod in gang.activated] == ["p1"]
 
     third, third_wait = await _permit(gang.framework, gang, pods[2], "n3", timer)
 
@@ -259,7 +285,7 @@ async def test_unreserve_of_one_member_leaves_other_groups_waiting() -> None:
 
 
 async def test_post_filter_rejects_the_waiting_members_of_a_short_group() -> None:
-    gang = Gang(_nodes(2), args={"podGroupBackoffSeconds": 10})
+    gang = Gang(_nodes(2), args={"podGroupBackoffSeconds": 10, "gangPreemption": False})
     gang.add_group(pod_group_obj("g", 3))
     pods = [member(f"p{i}", "g").pod() for i in range(3)]
     gang.add_pods(*pods)
@@ -301,9 +327,9 @@ class _Preemptor:
 
     def preempt_for_group(
         self, framework: Framework, state: CycleState, pod: Pod, group_key: str
-    ) -> Status | None:
+    ) -> tuple[PostFilterResult | None, Status] | None:
         self.calls.append((pod.name, group_key))
-        return self.answer
+        return None if self.answer is None else (None, self.answer)
 
 
 async def test_post_filter_asks_the_gang_preemptor_first() -> None:
@@ -347,3 +373,10 @@ def test_queueing_hints_requeue_only_the_groups_own_pods() -> None:
     other = PodGroup(pod_group_obj("g", 1, namespace="x"))
     assert group_changed.hint(rejected, None, other) == QueueingHint.QUEUE_SKIP
     assert events[EventResource.NODE].event.action & ActionType.ADD
+    # Room given back by another pod helps; room the group's own members give back does not.
+    deleted = events[EventResource.ASSIGNED_POD]
+    assert deleted.event.action == ActionType.DELETE
+    assert deleted.hint is not None
+    assert deleted.hint(rejected, make_pod("other").pod(), None) == QueueingHint.QUEUE
+    assert deleted.hint(rejected, member("p9", "h").pod(), None) == QueueingHint.QUEUE
+    assert deleted.hint(rejected, member("p1", "g").pod(), None) == QueueingHint.QUEUE_SKIP

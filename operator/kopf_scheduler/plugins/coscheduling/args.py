@@ -6,10 +6,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kopf_scheduler.framework.args import ensure_mapping, int_arg, reject_unknown
+from kopf_scheduler.framework.args import (
+    InvalidArgsError,
+    ensure_mapping,
+    int_arg,
+    reject_unknown,
+)
 
 DEFAULT_PERMIT_WAITING_TIME_SECONDS = 60
 DEFAULT_POD_GROUP_BACKOFF_SECONDS = 0
+DEFAULT_GANG_PREEMPTION = True
 
 
 @dataclass(frozen=True)
@@ -20,12 +26,22 @@ class CoschedulingArgs:
     pod_group_backoff_seconds: int = DEFAULT_POD_GROUP_BACKOFF_SECONDS
     """How long a group's pods are turned away at PreFilter after the group failed to be placed;
     0 turns the back-off off."""
+    gang_preemption: bool = DEFAULT_GANG_PREEMPTION
+    """Our addition: when a member finds no node, make room for the whole group at once (or
+    for none of it) instead of leaving each member to per-pod preemption."""
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any] | None) -> CoschedulingArgs:
         """The args of a ``pluginConfig`` entry; InvalidArgsError names a bad field."""
         args = ensure_mapping(raw)
-        reject_unknown(args, {"permitWaitingTimeSeconds", "podGroupBackoffSeconds"})
+        reject_unknown(
+            args, {"permitWaitingTimeSeconds", "podGroupBackoffSeconds", "gangPreemption"}
+        )
+        gang_preemption = args.get("gangPreemption", DEFAULT_GANG_PREEMPTION)
+        if not isinstance(gang_preemption, bool):
+            raise InvalidArgsError(
+                "args.gangPreemption", f"must be true or false, got {gang_preemption!r}"
+            )
         return cls(
             permit_waiting_time_seconds=int_arg(
                 args,
@@ -41,4 +57,5 @@ class CoschedulingArgs:
                 "args",
                 minimum=0,
             ),
+            gang_preemption=gang_preemption,
         )

@@ -11,9 +11,18 @@
 - **Permit** holds each member, assumed on its node, until ``minMember`` members are placed, then
   lets them all go; a member waits at most the group's ``scheduleTimeoutSeconds``, else
   ``permitWaitingTimeSeconds``.
-- **PostFilter** (a member found no node) and **Unreserve** (a member's Permit timed out or was
-  rejected, or its binding failed) reject the group's other waiting members, so no member keeps
-  room the group cannot use, and start the group's back-off.
+- **PostFilter** (a member found no node) first asks the gang preemptor (by default
+  :class:`~.gang_preemption.GangPreemption`) to make room for the whole group; per-pod
+  preemption leaves the members of a group short of ``minMember`` to it. Without a plan,
+  PostFilter and **Unreserve** (a member's Permit timed out or was rejected, or its binding
+  failed) reject the group's other waiting members, so no member keeps room the group cannot
+  use, and start the group's back-off.
+- A failed group goes back through the queue like any unschedulable pod: the first member placed
+  again brings back only the siblings PreFilter turned away (which no cluster event would bring
+  back), not those rejected with the group; those retry after their back-off when room is given
+  back by pods of other groups, a node comes, or their group changes. Room the group's own
+  members give back is no news to it, so a group that cannot fit does not retry itself in a
+  loop ahead of every other pod.
 
 Messages follow scheduler-plugins', so that what ``kubectl describe`` shows reads the same.
 """
@@ -43,6 +52,7 @@ from kopf_scheduler.framework.types import (
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.pod_group import PodGroup
 from kopf_scheduler.plugins.coscheduling.args import CoschedulingArgs
+from kopf_scheduler.plugins.coscheduling.gang_preemption import GangPreemption
 from kopf_scheduler.plugins.coscheduling.groups import (
     GroupManager,
     describe_gap,
@@ -50,6 +60,8 @@ from kopf_scheduler.plugins.coscheduling.groups import (
     is_member,
 )
 from kopf_scheduler.plugins.coscheduling.preemptor import GangPreemptor
+from kopf_scheduler.plugins.coscheduling.state import group_state
+from kopf_scheduler.preemption.gang import GANG_PREEMPTION, PLANNING
 
 NAME = "Coscheduling"
 
@@ -76,6 +88,8 @@ class Coscheduling:
             handle.now,
             args.pod_group_backoff_seconds,
         )
+        self._turned_away: dict[str, set[str]] = {}
+        """Group key -> UIDs of members PreFilter turned away since the group's last start."""
 
     # QueueSort --------------------------------------------------------------------------------
 
@@ -113,26 +127,34 @@ class Coscheduling:
         if self._groups.in_backoff(key):
             # Unresolvable, as every PreFilter rejection here: preemption must not evict pods
             # for a member its own group will turn away again.
-            return None, Status(
-                Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"podGroup {key} failed recently"
-            )
-        if self._groups.placed_count(key, but=pod) >= group.min_member:
+            return None, self._turn_away(key, pod, f"podGroup {key} failed recently")
+        placed = self._groups.placed_count(key, but=pod)
+        if placed >= group.min_member:
             return None, SUCCESS
         members = self._groups.member_count(key)
         if members < group.min_member:
-            return None, Status(
-                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            return None, self._turn_away(
+                key,
+                pod,
                 f"pre-filter pod {pod.name} cannot find enough sibling pods, "
                 f"current pods number: {members}, minMember of group: {group.min_member}",
             )
-        gap = self._groups.resource_gap(group)
+        # A gang preemption plan is about to change the free capacity: it checks the room itself.
+        gap = None if state.get(PLANNING) else self._groups.resource_gap(group)
         if gap is not None:
-            return None, Status(
-                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            return None, self._turn_away(
+                key,
+                pod,
                 f"PodGroup {key} does not fit in the cluster's free capacity, "
                 f"resource gap: {describe_gap(gap)}",
             )
+        if self._gang_preemptor is not None and not _gap_is_small(group, placed):
+            state.write(GANG_PREEMPTION, True)
         return None, SUCCESS
+
+    def _turn_away(self, group_key: str, pod: Pod, message: str) -> Status:
+        self._turned_away.setdefault(group_key, set()).add(pod.uid)
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, message)
 
     def pre_filter_extensions(self) -> None:
         return None
@@ -149,14 +171,14 @@ class Coscheduling:
         placed = self._groups.placed_count(key, but=pod)
         if placed >= group.min_member:
             return None, Status(Code.UNSCHEDULABLE)
-        if group.min_member and (group.min_member - placed) / group.min_member <= SMALL_GAP:
+        if _gap_is_small(group, placed):
             return None, Status(Code.UNSCHEDULABLE)
         if self._gang_preemptor is not None and self._handle.framework is not None:
             handled = self._gang_preemptor.preempt_for_group(
                 self._handle.framework, state, pod, key
             )
             if handled is not None:
-                return None, handled
+                return handled
         self._reject_waiting(key, "optimistic rejection in PostFilter")
         if self._groups.member_count(key) >= group.min_member:
             self._groups.back_off(key)
@@ -195,7 +217,9 @@ class Coscheduling:
             return SUCCESS, 0.0
         if placed_before == 0:
             # The first member placed: its siblings turned away before may now pass PreFilter.
-            self._handle.activate(self._groups.pending_members(key, but=pod))
+            turned_away = self._turned_away.pop(key, set())
+            siblings = self._groups.pending_members(key, but=pod)
+            self._handle.activate([sibling for sibling in siblings if sibling.uid in turned_away])
         return Status(Code.WAIT), self._wait_seconds(group)
 
     def _wait_seconds(self, group: PodGroup) -> float:
@@ -224,7 +248,22 @@ class Coscheduling:
                     EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE
                 )
             ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE),
+                _is_schedulable_after_assigned_pod_deleted,
+            ),
         ]
+
+    # Decision records ---------------------------------------------------------------------------
+
+    def explain_pod(self, pod: Pod) -> Mapping[str, Any] | None:
+        return group_state(self._groups, self._handle.waiting_pods(), pod)
+
+
+def _gap_is_small(group: PodGroup, placed: int) -> bool:
+    """Whether at most :data:`SMALL_GAP` of ``minMember`` is missing (then the group is neither
+    rejected nor preempted for as a whole: its next members may still make it)."""
+    return bool(group.min_member) and (group.min_member - placed) / group.min_member <= SMALL_GAP
 
 
 def _is_schedulable_after_pod_added(pod: Pod, old: Any, new: Any) -> QueueingHint:
@@ -235,6 +274,17 @@ def _is_schedulable_after_pod_added(pod: Pod, old: Any, new: Any) -> QueueingHin
     if key is not None and group_of(new) == key:
         return QueueingHint.QUEUE
     return QueueingHint.QUEUE_SKIP
+
+
+def _is_schedulable_after_assigned_pod_deleted(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    """Room given back helps a member, unless its own group gave it back (its failed attempt
+    ending, which is no news to the group)."""
+    if not isinstance(old, Pod):
+        return QueueingHint.QUEUE
+    key = group_of(pod)
+    if key is not None and group_of(old) == key:
+        return QueueingHint.QUEUE_SKIP
+    return QueueingHint.QUEUE
 
 
 def _is_schedulable_after_pod_group_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
@@ -252,4 +302,11 @@ def new(
     *,
     gang_preemptor: GangPreemptor | None = None,
 ) -> Coscheduling:
-    return Coscheduling(CoschedulingArgs.parse(args), handle, gang_preemptor)
+    """The plugin; unless ``gangPreemption`` is false, with ``gang_preemptor`` or else
+    :class:`~.gang_preemption.GangPreemption` over ``handle``."""
+    parsed = CoschedulingArgs.parse(args)
+    if not parsed.gang_preemption:
+        gang_preemptor = None
+    elif gang_preemptor is None:
+        gang_preemptor = GangPreemption(handle, NAME)
+    return Coscheduling(parsed, handle, gang_preemptor)

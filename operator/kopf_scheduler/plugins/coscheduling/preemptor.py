@@ -3,7 +3,7 @@
 DefaultPreemption looks for victims for one pod; a group that misses room for several members
 needs victims chosen for all of them at once. Whatever does that is given to the plugin at
 construction and asked first whenever a member fails its filters; the plugin works the same
-without one.
+without one. :mod:`.gang_preemption` is the one built by default.
 """
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ if TYPE_CHECKING:
     from kopf_scheduler.framework.cycle_state import CycleState
     from kopf_scheduler.framework.runtime import Framework
     from kopf_scheduler.framework.status import Status
+    from kopf_scheduler.framework.types import PostFilterResult
     from kopf_scheduler.model.pod import Pod
 
 
 class GangPreemptor(Protocol):
     def preempt_for_group(
         self, framework: Framework, state: CycleState, pod: Pod, group_key: str
-    ) -> Status | None:
-        """Make room for the group ``group_key`` that ``pod`` belongs to; the PostFilter status
-        to return, or ``None`` when it did not handle the group (the plugin then rejects the
-        group's waiting members as without it)."""
+    ) -> tuple[PostFilterResult | None, Status] | None:
+        """Make room for the group ``group_key`` that ``pod`` belongs to; the PostFilter result
+        and status to return, or ``None`` when it did not handle the group (the plugin then
+        rejects the group's waiting members as without it)."""
