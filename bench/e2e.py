@@ -32,7 +32,7 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,13 +138,21 @@ class SchedulerProcess:
 
 
 def start_scheduler(
-    which: str, cluster: BenchCluster, qps: float, burst: int, work: Path
+    which: str,
+    cluster: BenchCluster,
+    qps: float,
+    burst: int,
+    work: Path,
+    config: Mapping[str, Any] | None = None,
 ) -> SchedulerProcess:
+    """``which`` scheduler against ``cluster``; ``config`` replaces kopf-scheduler's benchmark
+    configuration (a profile with other plugins)."""
     port = free_port()
     log_path = work / f"{which}-scheduler.log"
     config_path = work / f"{which}-config.yaml"
     if which == "kopf":
-        config_path.write_text(yaml.safe_dump(scheduler_config(qps, burst)))
+        chosen = config if config is not None else scheduler_config(qps, burst)
+        config_path.write_text(yaml.safe_dump(dict(chosen)))
         command = [
             str(REPO / ".venv" / "bin" / "kopf-scheduler"),
             "run",

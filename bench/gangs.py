@@ -25,7 +25,6 @@ import argparse
 import asyncio
 import dataclasses
 import json
-import os
 import secrets
 import sys
 import time
@@ -36,17 +35,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from e2e.localcluster import spawn_logged
-from e2e.localcluster.cluster import ALWAYS_ALLOW_PATHS
-from e2e.support.schedulers import free_port
 
 from bench import shapes, stats
-from bench.cluster import KOPF_USER, BenchCluster, start_bench_cluster
+from bench.cluster import KOPF_USER, start_bench_cluster
 from bench.config import SCHEDULER_NAME, scheduler_config
 from bench.e2e import (
     CREATOR_CONCURRENCY,
     REPO,
-    SchedulerProcess,
     Watcher,
     _control_plane_seconds,
     audit_counts,
@@ -59,6 +54,7 @@ from bench.e2e import (
     proc_cpu_seconds,
     proc_status_mb,
     scheduler_metrics,
+    start_scheduler,
     wait_until_quiet,
     watch_figures,
 )
@@ -249,29 +245,6 @@ def run_inprocess(scenario: GangScenario, seed: int = 0) -> dict[str, Any]:
 # -- end to end ---------------------------------------------------------------------------------
 
 
-def _start_scheduler(cluster: BenchCluster, qps: float, burst: int, work: Path) -> SchedulerProcess:
-    port = free_port()
-    config_path = work / "kopf-gang-config.yaml"
-    config_path.write_text(yaml.safe_dump(gang_config(qps, burst)))
-    log_path = work / "kopf-scheduler.log"
-    command = [
-        str(REPO / ".venv" / "bin" / "kopf-scheduler"),
-        "run",
-        f"--kubeconfig={cluster.user_kubeconfig(KOPF_USER)}",
-        f"--config={config_path}",
-        "--health-host=127.0.0.1",
-        f"--health-port={port}",
-        f"--authorization-always-allow-paths={ALWAYS_ALLOW_PATHS}",
-        "--log-level=warning",
-        "--log-format=console",
-    ]
-    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-    env["PYTHONUNBUFFERED"] = "1"
-    return SchedulerProcess(
-        "kopf", spawn_logged(command, log_path, cwd=REPO, env=env), port, log_path
-    )
-
-
 async def _install_crd(client: Client) -> None:
     crd = yaml.safe_load(PODGROUP_CRD.read_text(encoding="utf-8"))
     path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -305,7 +278,9 @@ async def _run_e2e(scenario: GangScenario, qps: float, burst: int, work: Path) -
             CREATOR_CONCURRENCY,
         )
         quiet = await wait_until_quiet(lambda: _control_plane_seconds(cluster))
-        process = _start_scheduler(cluster, qps, burst, run_dir)
+        process = start_scheduler(
+            "kopf", cluster, qps, burst, run_dir, config=gang_config(qps, burst)
+        )
         result: dict[str, Any] = {"mode": "e2e", "scenario": scenario.as_dict(), "nodes": nodes}
         watcher: Watcher | None = None
         try:

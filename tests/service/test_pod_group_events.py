@@ -9,7 +9,7 @@ import kopf
 import pytest
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from kopf_scheduler.config.loader import API_VERSION, KIND, default_config, parse_config
+from kopf_scheduler.config.loader import default_config
 from kopf_scheduler.informer.handlers import ADDED, DELETED, MODIFIED, EventHandlers
 from kopf_scheduler.informer.store import Store
 from kopf_scheduler.informer.watched_kinds import Watcher, watched_by
@@ -20,31 +20,10 @@ from kopf_scheduler.service.runner import Operator, RunOptions
 from kopf_scheduler.service.sync import Synchronizer
 from kopf_scheduler.sim.runner import Simulation
 from tests.builders import make_node, make_pod
-from tests.plugins.coscheduling.support import member, pod_group_obj
+from tests.plugins.coscheduling.support import coscheduling_config, member, pod_group_obj
 
 SCHED = "kopf-scheduler"
 PODGROUPS = "/apis/scheduling.x-k8s.io/v1alpha1/podgroups"
-
-
-def _coscheduling_config() -> Any:
-    return parse_config(
-        {
-            "apiVersion": API_VERSION,
-            "kind": KIND,
-            "profiles": [
-                {
-                    "schedulerName": SCHED,
-                    "plugins": {
-                        "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
-                        "queueSort": {
-                            "enabled": [{"name": "Coscheduling"}],
-                            "disabled": [{"name": "*"}],
-                        },
-                    },
-                }
-            ],
-        }
-    )
 
 
 def test_pod_groups_are_watched_only_with_coscheduling() -> None:
@@ -56,7 +35,7 @@ def test_pod_groups_are_watched_only_with_coscheduling() -> None:
 async def test_the_operator_lists_pod_groups_for_a_coscheduling_profile_only() -> None:
     api = Api(ApiClient(Configuration(host="http://127.0.0.1:9")))
     try:
-        with_plugin = Operator(_coscheduling_config(), RunOptions(), api)
+        with_plugin = Operator(coscheduling_config(SCHED), RunOptions(), api)
         without = Operator(default_config(), RunOptions(), api)
         assert PODGROUPS in {kind.path for kind in with_plugin.sync._kinds}
         assert PODGROUPS not in {kind.path for kind in without.sync._kinds}
@@ -100,7 +79,7 @@ async def test_store_indexes_pods_by_group_and_follows_label_changes() -> None:
 
 
 async def test_a_pod_group_event_keeps_the_store_and_requeues_its_members() -> None:
-    sim = Simulation(_coscheduling_config())
+    sim = Simulation(coscheduling_config(SCHED))
     scheduler = sim.start()
     assert sim.handlers is not None
     sim.apply(make_node("n1").obj())

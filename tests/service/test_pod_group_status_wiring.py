@@ -12,7 +12,7 @@ from kopf_scheduler.config.loader import default_config
 from kopf_scheduler.k8s.client import Api
 from kopf_scheduler.service.runner import Operator, RunOptions
 from tests.builders import make_pod
-from tests.service.test_pod_group_events import _coscheduling_config
+from tests.plugins.coscheduling.support import coscheduling_config
 
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 
@@ -30,7 +30,7 @@ async def test_a_gang_profile_keeps_pod_group_status_and_counts_members_from_the
 ):
     api = Api(ApiClient(Configuration(host="http://127.0.0.1:9")))
     try:
-        operator = Operator(_coscheduling_config(), RunOptions(), api)
+        operator = Operator(coscheduling_config(), RunOptions(), api)
         keeper = operator.pod_groups
         assert keeper is not None
         deliver = operator.reflectors["Pod"]._deliver

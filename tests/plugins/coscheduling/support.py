@@ -6,6 +6,8 @@ from typing import Any
 
 from kopf_scheduler.cache.node_info import NodeInfo
 from kopf_scheduler.cache.snapshot import Snapshot
+from kopf_scheduler.config.loader import API_VERSION, KIND, parse_config
+from kopf_scheduler.config.types import SchedulerConfig
 from kopf_scheduler.framework.handle import Handle
 from kopf_scheduler.framework.runtime import Framework, ProfilePlugins
 from kopf_scheduler.informer.pod_groups import PodGroupStore
@@ -13,6 +15,26 @@ from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.pod_group import POD_GROUP_LABEL, PodGroup
 from kopf_scheduler.plugins.coscheduling import Coscheduling, GangPreemptor, new
 from tests.builders import PodBuilder, make_pod
+
+
+def coscheduling_config(
+    scheduler_name: str = "kopf-scheduler", queue: dict[str, Any] | None = None, **args: Any
+) -> SchedulerConfig:
+    """One profile with Coscheduling at every point it serves, its queue sort replacing
+    PrioritySort; ``args`` are its pluginConfig args and ``queue`` the top-level backoff
+    settings."""
+    profile: dict[str, Any] = {
+        "schedulerName": scheduler_name,
+        "plugins": {
+            "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+            "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]},
+        },
+    }
+    if args:
+        profile["pluginConfig"] = [{"name": "Coscheduling", "args": args}]
+    return parse_config(
+        {"apiVersion": API_VERSION, "kind": KIND, **(queue or {}), "profiles": [profile]}
+    )
 
 
 def pod_group_obj(

@@ -5,41 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from kopf_scheduler.config.loader import API_VERSION, KIND, parse_config
 from kopf_scheduler.config.types import SchedulerConfig
 from kopf_scheduler.informer.handlers import ADDED
 from kopf_scheduler.sim.runner import Simulation
 from tests.builders import make_node, make_pod
-from tests.plugins.coscheduling.support import member, pod_group_obj
+from tests.plugins.coscheduling.support import coscheduling_config, member, pod_group_obj
 
 SCHED = "kopf-scheduler"
 
 
 def _config() -> SchedulerConfig:
-    return parse_config(
-        {
-            "apiVersion": API_VERSION,
-            "kind": KIND,
-            "profiles": [
-                {
-                    "schedulerName": SCHED,
-                    "plugins": {
-                        "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
-                        "queueSort": {
-                            "enabled": [{"name": "Coscheduling"}],
-                            "disabled": [{"name": "*"}],
-                        },
-                    },
-                    "pluginConfig": [
-                        {
-                            "name": "Coscheduling",
-                            "args": {"permitWaitingTimeSeconds": 10, "podGroupBackoffSeconds": 30},
-                        }
-                    ],
-                }
-            ],
-        }
-    )
+    return coscheduling_config(SCHED, permitWaitingTimeSeconds=10, podGroupBackoffSeconds=30)
 
 
 async def _schedule_gang(nodes: int) -> tuple[Simulation, dict[str, Any]]:
@@ -100,28 +76,10 @@ class _AttemptBudget(list[Any]):
 
 
 def _config_without_group_backoff() -> SchedulerConfig:
-    return parse_config(
-        {
-            "apiVersion": API_VERSION,
-            "kind": KIND,
-            "podInitialBackoffSeconds": 1,
-            "podMaxBackoffSeconds": 2,
-            "profiles": [
-                {
-                    "schedulerName": SCHED,
-                    "plugins": {
-                        "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
-                        "queueSort": {
-                            "enabled": [{"name": "Coscheduling"}],
-                            "disabled": [{"name": "*"}],
-                        },
-                    },
-                    "pluginConfig": [
-                        {"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 3}}
-                    ],
-                }
-            ],
-        }
+    return coscheduling_config(
+        SCHED,
+        {"podInitialBackoffSeconds": 1, "podMaxBackoffSeconds": 2},
+        permitWaitingTimeSeconds=3,
     )
 
 
