@@ -8,9 +8,8 @@ member is bound, and the check is the gang promise: each group is bound whole, n
 Both ways of running drive kopf-scheduler with a profile that enables Coscheduling, named as
 our S-scenarios' (``kopf-scheduler``), leader election off:
 
-- in process, on the simulated cluster, with the probe and the figures of the S-scenarios'
-  in-process runs; the simulated API server keeps no custom resources, so the PodGroups are
-  handed to the scheduler's event handler as its watch would deliver them;
+- in process, on the simulated cluster (PodGroups included), with the probe and the figures of
+  the S-scenarios' in-process runs;
 - end to end, on the benchmark control plane (:mod:`bench.cluster`) with the PodGroup CRD from
   ``manifests/crds`` installed, timed by the external watcher like the S-scenarios.
 
