@@ -27,7 +27,7 @@ from kopf_scheduler.framework.handle import Handle
 from kopf_scheduler.framework.interfaces import MAX_NODE_SCORE, ScoreExtensions
 from kopf_scheduler.framework.node_columns.columns import NodeColumns
 from kopf_scheduler.framework.node_columns.fallback import Fallback
-from kopf_scheduler.framework.node_columns.mirror import SAFE_LIMIT, IntArray
+from kopf_scheduler.framework.node_columns.mirror import IntArray
 from kopf_scheduler.framework.status import SKIP, SUCCESS, Status
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.plugins.resource_allocation import (
@@ -37,7 +37,7 @@ from kopf_scheduler.plugins.resource_allocation import (
     ResourceSpec,
     batch_resources_supported,
     parse_resource_specs,
-    resource_columns,
+    resource_at_nodes,
 )
 
 NAME = "NodeResourcesBalancedAllocation"
@@ -135,20 +135,10 @@ class NodeResourcesBalancedAllocation:
                 return np.zeros(len(positions), dtype=np.int64)
         fractions = []
         for spec, request in zip(scorer.resources, pod_requests, strict=True):
-            if not 0 <= request < SAFE_LIMIT:
-                raise Fallback
-            allocatable_column, requested_column = resource_columns(
-                nodes.mirror, spec.name, use_requested=True
-            )
-            allocatable = allocatable_column[positions]
-            requested = requested_column[positions] + request
-            present = allocatable != 0
-            everywhere = bool(present.all())
+            at = resource_at_nodes(nodes.mirror, spec.name, request, positions, use_requested=True)
             # Integer arrays divide in float64, like float(requested) / float(allocatable).
-            fraction = np.true_divide(
-                requested, allocatable if everywhere else np.where(present, allocatable, 1)
-            )
-            fractions.append((everywhere, present, np.minimum(fraction, 1.0)))
+            fraction = np.true_divide(at.requested, at.safe_allocatable())
+            fractions.append((at.everywhere, at.present, np.minimum(fraction, 1.0)))
         count = len(positions)
         if len(fractions) != 2:
             if len(fractions) > 2:

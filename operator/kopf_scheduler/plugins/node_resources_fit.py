@@ -66,7 +66,7 @@ from kopf_scheduler.plugins.resource_allocation import (
     parse_resource_specs,
     parse_shape,
     requested_to_capacity_ratio_scorer,
-    resource_columns,
+    resource_at_nodes,
     validate_weights,
 )
 
@@ -546,27 +546,19 @@ class NodeResourcesFit:
         total = np.zeros(count, dtype=np.int64)
         weight_sum: IntArray | int = 0
         for spec, request in zip(scorer.resources, pod_requests, strict=True):
-            if not 0 <= request < SAFE_LIMIT:
-                raise Fallback
-            allocatable_column, requested_column = resource_columns(
-                nodes.mirror, spec.name, use_requested=False
-            )
-            allocatable = allocatable_column[positions]
-            requested = requested_column[positions] + request
-            present = allocatable != 0
-            everywhere = bool(present.all())
-            divisor = allocatable if everywhere else np.where(present, allocatable, 1)
+            at = resource_at_nodes(nodes.mirror, spec.name, request, positions, use_requested=False)
+            divisor = at.safe_allocatable()
             if least:
                 # Overfull (requested > allocatable) gives a negative quotient: clamp to 0.
-                value = np.maximum((allocatable - requested) * MAX_NODE_SCORE // divisor, 0)
+                value = np.maximum((at.allocatable - at.requested) * MAX_NODE_SCORE // divisor, 0)
             else:
-                value = np.minimum(requested, allocatable) * MAX_NODE_SCORE // divisor
-            if everywhere:
+                value = np.minimum(at.requested, at.allocatable) * MAX_NODE_SCORE // divisor
+            if at.everywhere:
                 total += value * spec.weight
                 weight_sum = weight_sum + spec.weight
             else:
-                total += np.where(present, value * spec.weight, 0)
-                weight_sum = weight_sum + np.where(present, spec.weight, 0)
+                total += np.where(at.present, value * spec.weight, 0)
+                weight_sum = weight_sum + np.where(at.present, spec.weight, 0)
         if isinstance(weight_sum, int):
             if weight_sum == 0:
                 return np.zeros(count, dtype=np.int64)

@@ -16,10 +16,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from kopf_scheduler.cache.node_info import NodeInfo
 from kopf_scheduler.framework.args import InvalidArgsError
 from kopf_scheduler.framework.interfaces import MAX_NODE_SCORE
-from kopf_scheduler.framework.node_columns.mirror import IntArray, NodeMirror
+from kopf_scheduler.framework.node_columns.fallback import Fallback
+from kopf_scheduler.framework.node_columns.mirror import SAFE_LIMIT, BoolArray, IntArray, NodeMirror
 from kopf_scheduler.framework.status import SUCCESS, Code, Status
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, Resource
@@ -430,15 +433,50 @@ def batch_resources_supported(resources: Sequence[ResourceSpec]) -> bool:
     return {spec.name for spec in resources} <= BATCH_RESOURCES
 
 
-def resource_columns(
-    mirror: NodeMirror, name: str, use_requested: bool
-) -> tuple[IntArray, IntArray]:
-    """``(allocatable, requested)`` columns of cpu or memory, as
-    :meth:`ResourceAllocationScorer.allocatable_and_requested` reads them (before adding the
-    pod's request)."""
+@dataclass(frozen=True, slots=True)
+class ResourceAtNodes:
+    """One resource at some nodes, the pod's request added: what both batch scores start from.
+
+    ``present`` marks the nodes with a nonzero allocatable amount (the per-node scorers skip the
+    others); ``everywhere`` says all are, so the arithmetic can skip the masking.
+    """
+
+    allocatable: IntArray
+    requested: IntArray
+    present: BoolArray
+    everywhere: bool
+
+    def safe_allocatable(self) -> IntArray:
+        """The allocatable amounts with 1 where there are none, for dividing by."""
+        if self.everywhere:
+            return self.allocatable
+        return np.where(self.present, self.allocatable, 1)
+
+
+def resource_at_nodes(
+    mirror: NodeMirror, name: str, request: int, positions: IntArray, use_requested: bool
+) -> ResourceAtNodes:
+    """cpu or memory at the nodes at ``positions`` as
+    :meth:`ResourceAllocationScorer.allocatable_and_requested` reads them, plus ``request``.
+
+    Raises :class:`Fallback` for a request the int64 columns cannot hold safely.
+    """
+    if not 0 <= request < SAFE_LIMIT:
+        raise Fallback
     if name == CPU:
-        return mirror.alloc_cpu, (mirror.req_cpu if use_requested else mirror.nz_cpu)
-    return mirror.alloc_mem, (mirror.req_mem if use_requested else mirror.nz_mem)
+        allocatable_column = mirror.alloc_cpu
+        requested_column = mirror.req_cpu if use_requested else mirror.nz_cpu
+    else:
+        allocatable_column = mirror.alloc_mem
+        requested_column = mirror.req_mem if use_requested else mirror.nz_mem
+    allocatable = allocatable_column[positions]
+    present = allocatable != 0
+    return ResourceAtNodes(
+        allocatable=allocatable,
+        requested=requested_column[positions] + request,
+        present=present,
+        everywhere=bool(present.all()),
+    )
 
 
 __all__ = [
@@ -446,6 +484,7 @@ __all__ = [
     "DEFAULT_RESOURCES",
     "MAX_CUSTOM_PRIORITY_SCORE",
     "ResourceAllocationScorer",
+    "ResourceAtNodes",
     "ResourceSpec",
     "Scorer",
     "ShapePoint",
@@ -464,6 +503,6 @@ __all__ = [
     "parse_shape",
     "requested_to_capacity_ratio_scorer",
     "resource_amount",
-    "resource_columns",
+    "resource_at_nodes",
     "validate_weights",
 ]
