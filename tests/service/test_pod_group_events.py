@@ -10,7 +10,7 @@ import pytest
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from kopf_scheduler.config.loader import default_config
-from kopf_scheduler.informer.handlers import ADDED, DELETED, MODIFIED, EventHandlers
+from kopf_scheduler.informer.handlers import ADDED, DELETED, MODIFIED, EventHandler, EventHandlers
 from kopf_scheduler.informer.store import Store
 from kopf_scheduler.informer.watched_kinds import Watcher, watched_by
 from kopf_scheduler.k8s.client import Api
@@ -24,6 +24,10 @@ from tests.plugins.coscheduling.support import coscheduling_config, member, pod_
 
 SCHED = "kopf-scheduler"
 PODGROUPS = "/apis/scheduling.x-k8s.io/v1alpha1/podgroups"
+
+
+def ignore_events(kind: str) -> EventHandler:
+    return lambda event_type, raw: None
 
 
 def test_pod_groups_are_watched_only_with_coscheduling() -> None:
@@ -46,11 +50,11 @@ async def test_the_operator_lists_pod_groups_for_a_coscheduling_profile_only() -
 
 async def test_kopf_registers_the_kinds_it_is_given() -> None:
     registry = kopf.OperatorRegistry()
-    register(registry, lambda: None, watched_by(Watcher.KOPF, {"Coscheduling"}))  # type: ignore[arg-type, return-value]
+    register(registry, ignore_events, watched_by(Watcher.KOPF, {"Coscheduling"}))
     ids = {handler.id for handler in registry._watching.get_all_handlers()}
     assert "forward-podgroups" in ids
     registry = kopf.OperatorRegistry()
-    register(registry, lambda: None)  # type: ignore[arg-type, return-value]
+    register(registry, ignore_events)
     assert "forward-podgroups" not in {h.id for h in registry._watching.get_all_handlers()}
 
 

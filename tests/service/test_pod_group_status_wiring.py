@@ -1,17 +1,20 @@
-"""The operator keeps PodGroup status when a profile schedules gangs: the keeper exists, kopf
-hands it the PodGroups, the pod watch feeds its census, and it runs beside the loop."""
+"""The operator keeps PodGroup status when a profile schedules gangs: the keeper exists, the one
+route of PodGroups (kopf's handler, the listing) hands them to it beside the store, the pod
+watch feeds its census, and it runs beside the loop."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import kopf
+import pytest
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from kopf_scheduler.config.loader import default_config
 from kopf_scheduler.k8s.client import Api
 from kopf_scheduler.service.runner import Operator, RunOptions
 from tests.builders import make_pod
+from tests.gangs.support import raw_pod_group
 from tests.plugins.coscheduling.support import coscheduling_config
 
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -41,9 +44,61 @@ async def test_a_gang_profile_keeps_pod_group_status_and_counts_members_from_the
         assert counts.scheduled == 1
         # The scheduler's own handler still gets the pods.
         assert operator.store.get_pod("default/w1") is not None
+    finally:
+        await api.close()
+
+
+async def test_one_kopf_handler_per_pod_group_event_feeds_the_store_and_the_keeper(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    api = Api(ApiClient(Configuration(host="http://127.0.0.1:9")))
+    try:
+        operator = Operator(coscheduling_config(), RunOptions(), api)
+        keeper = operator.pod_groups
+        assert keeper is not None
+        kept: list[tuple[str, str]] = []
+        monkeypatch.setattr(
+            keeper, "observe_group", lambda kind, raw: kept.append((kind, raw["metadata"]["name"]))
+        )
         registry = operator._kopf_registry()
-        ids = {handler.id for handler in registry._watching.get_all_handlers()}
-        assert "pod-group-status" in ids
+        pod_group_handlers = [
+            handler
+            for handler in registry._watching.get_all_handlers()
+            if handler.selector is not None and handler.selector.group == "scheduling.x-k8s.io"
+        ]
+        assert [handler.id for handler in pod_group_handlers] == ["forward-podgroups"]
+        assert registry._spawning.get_all_handlers() == []  # no timers: no finalizers
+        assert registry._changing.get_all_handlers() == []
+
+        (handler,) = pod_group_handlers
+        await handler.fn(event={"type": None, "object": raw_pod_group("listed")})
+        await handler.fn(event={"type": "DELETED", "object": raw_pod_group("gone")})
+
+        assert kept == [("ADDED", "listed"), ("DELETED", "gone")]
+        assert operator.store.pod_groups.get("team/listed") is not None
+    finally:
+        await api.close()
+
+
+async def test_the_listing_hands_pod_groups_to_the_keeper_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    api = Api(ApiClient(Configuration(host="http://127.0.0.1:9")))
+    try:
+        operator = Operator(coscheduling_config(), RunOptions(), api)
+        keeper = operator.pod_groups
+        assert keeper is not None
+        kept: list[str] = []
+        monkeypatch.setattr(keeper, "observe_group", lambda kind, raw: kept.append(kind))
+
+        async def list_items(path: str) -> list[dict[str, Any]]:
+            return [raw_pod_group("listed")] if path.endswith("/podgroups") else []
+
+        monkeypatch.setattr(operator.sync._lister, "list_items", list_items)
+        await operator.sync.list_all()
+
+        assert kept == ["ADDED"]
+        assert operator.store.pod_groups.get("team/listed") is not None
     finally:
         await api.close()
 
@@ -54,7 +109,11 @@ async def test_without_gangs_there_is_no_keeper_and_pods_go_to_the_handler_alone
         operator = Operator(default_config(), RunOptions(), api)
         assert operator.pod_groups is None
         registry: kopf.OperatorRegistry = operator._kopf_registry()
-        ids = {handler.id for handler in registry._watching.get_all_handlers()}
-        assert "pod-group-status" not in ids
+        groups = {
+            handler.selector.group
+            for handler in registry._watching.get_all_handlers()
+            if handler.selector is not None
+        }
+        assert "scheduling.x-k8s.io" not in groups
     finally:
         await api.close()

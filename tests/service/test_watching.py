@@ -40,7 +40,7 @@ def test_settings_keep_no_diff_base_and_post_nothing() -> None:
 async def test_every_watched_kind_has_one_event_handler_that_forwards() -> None:
     registry = kopf.OperatorRegistry()
     recorder = Recorder()
-    register(registry, lambda: recorder)  # type: ignore[arg-type,return-value]
+    register(registry, recorder.route)
 
     handlers = registry._watching.get_all_handlers()
     assert len(handlers) == len(watched_by(Watcher.KOPF))
@@ -81,7 +81,7 @@ async def test_storage_kinds_are_watched_in_v1_and_forwarded_with_their_kind(
 ) -> None:
     registry = kopf.OperatorRegistry()
     recorder = Recorder()
-    register(registry, lambda: recorder)  # type: ignore[arg-type,return-value]
+    register(registry, recorder.route)
     handler = {h.id: h for h in registry._watching.get_all_handlers()}[f"forward-{plural}"]
 
     await handler.fn(event={"type": None, "object": {"metadata": {"name": "a"}}})

@@ -57,6 +57,9 @@ from kopf_scheduler.scheduler.loop import Scheduler
 
 logger = structlog.get_logger("kopf_scheduler.informer")
 
+EventHandler = Callable[[str, Mapping[str, Any]], None]
+"""Takes one watch event of a kind: ``(event_type, raw object)``."""
+
 ADDED = "ADDED"
 MODIFIED = "MODIFIED"
 DELETED = "DELETED"
@@ -249,14 +252,14 @@ class EventHandlers:
         self.store = store
         self.workloads = workloads
 
-    def route(self, kind: str) -> Callable[[str, Mapping[str, Any]], None]:
+    def route(self, kind: str) -> EventHandler:
         """The handler of a kind of :data:`~kopf_scheduler.informer.watched_kinds.WATCHED_KINDS`:
         every watcher and the listings deliver ``(event_type, raw)`` through it."""
         if kind in ("ReplicationController", "ReplicaSet", "StatefulSet"):
             return lambda event_type, raw: self.on_controller(kind, event_type, raw)
         if kind in STORAGE_KINDS:
             return lambda event_type, raw: self.on_storage(kind, event_type, raw)
-        handler: Callable[[str, Mapping[str, Any]], None] = {
+        handler: EventHandler = {
             "PriorityClass": self.on_priority_class,
             "Namespace": self.on_namespace,
             "Node": self.on_node,

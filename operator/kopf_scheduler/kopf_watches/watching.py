@@ -1,11 +1,15 @@
-"""Register kopf event handlers that forward watch events to the scheduler's event handlers.
+"""Register kopf event handlers that forward watch events to the operator's route of each kind.
 
 Only ``@kopf.on.event`` handlers are registered: the scheduler keeps its own state (the cache and
-the queue), so none of kopf's change detection is used. kopf still computes a "diff base" (a deep
-copy of every object, minus ignored fields) for each event unless told not to; it was the largest
-single cost of kopf's event handling in profiles, so the settings below swap in a storage that
-keeps nothing. Which kinds kopf watches is ``informer/watched_kinds.py``'s table; pods and
-nodes, the busy collections, are watched by ``k8s.reflector`` instead.
+the queue), so none of kopf's change detection is used, and kopf puts no finalizers or progress
+annotations on users' objects (PodGroups included: an uninstalled scheduler leaves nothing that
+cannot be deleted). Each kind has one handler, the operator's route for that kind.
+
+kopf still computes a "diff base" (a deep copy of every object, minus ignored fields) for each
+event unless told not to; it was the largest single cost of kopf's event handling in profiles, so
+the settings below swap in a storage that keeps nothing. Which kinds kopf watches is
+``informer/watched_kinds.py``'s table; pods and nodes, the busy collections, are watched by
+``k8s.reflector`` instead.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import Any
 import kopf
 import structlog
 
-from kopf_scheduler.informer.handlers import ADDED, DELETED, MODIFIED, EventHandlers
+from kopf_scheduler.informer.handlers import ADDED, DELETED, MODIFIED, EventHandler
 from kopf_scheduler.informer.watched_kinds import WatchedKind, Watcher, watched_by
 
 logger = structlog.get_logger("kopf_scheduler.kopf_watches")
@@ -31,19 +35,22 @@ def _event_type(raw_type: Any) -> str:
 
 def register(
     registry: kopf.OperatorRegistry,
-    handlers: Callable[[], EventHandlers],
+    route: Callable[[str], EventHandler],
     kinds: tuple[WatchedKind, ...] | None = None,
 ) -> None:
-    """Register a watch per kind in ``kinds`` (by default those kopf keeps current for any
-    configuration); ``handlers()`` returns the live handlers."""
+    """Register one watch per kind in ``kinds`` (by default those kopf keeps current for any
+    configuration); ``route(kind)`` gives the one handler of that kind's events."""
     for watched in kinds if kinds is not None else watched_by(Watcher.KOPF):
+        deliver = route(watched.kind)
 
-        async def on_event(event: Any, _kind: str = watched.kind, **_: Any) -> None:
+        async def on_event(
+            event: Any, _kind: str = watched.kind, _deliver: EventHandler = deliver, **_: Any
+        ) -> None:
             raw = event.get("object")
             if not isinstance(raw, dict):
                 return
             try:
-                handlers().route(_kind)(_event_type(event.get("type")), raw)
+                _deliver(_event_type(event.get("type")), raw)
             except Exception:
                 # A bug in one event must not stop the watch of every other object.
                 logger.exception("event_handling_failed", kind=_kind)

@@ -24,7 +24,7 @@ import signal
 import socket
 import ssl
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +39,7 @@ from kopf_scheduler.config.loader import LoadedConfig, check_config_file, defaul
 from kopf_scheduler.config.types import SchedulerConfig
 from kopf_scheduler.gangs.status_keeper import PodGroupStatusKeeper
 from kopf_scheduler.gc_tuning import freeze_current_objects, tune_for_large_heap
-from kopf_scheduler.informer.handlers import EventHandlers
+from kopf_scheduler.informer.handlers import EventHandler, EventHandlers
 from kopf_scheduler.informer.store import Store
 from kopf_scheduler.informer.watched_kinds import Watcher, watched_by
 from kopf_scheduler.informer.workloads import WorkloadIndex
@@ -52,14 +52,11 @@ from kopf_scheduler.k8s.errors import ClientConfigError
 from kopf_scheduler.k8s.events import ApiEventRecorder
 from kopf_scheduler.k8s.lease import LeaderElector
 from kopf_scheduler.k8s.metrics import PrometheusMetrics
+from kopf_scheduler.k8s.pod_group_status import ApiPodGroupStatusWriter
 from kopf_scheduler.k8s.ratelimit import limiter_for
 from kopf_scheduler.k8s.reflector import Reflector
 from kopf_scheduler.k8s.status import ApiPodStatusWriter
 from kopf_scheduler.k8s.storage import ApiStorageWriter
-from kopf_scheduler.kopf_watches.pod_group_status import (
-    pod_group_status_keeper,
-    register_pod_group_status,
-)
 from kopf_scheduler.kopf_watches.watching import apply_settings, register
 from kopf_scheduler.logs import configure_logging
 from kopf_scheduler.ports import ApiError
@@ -211,8 +208,6 @@ class Operator:
         self._components: list[asyncio.Task[Any]] = []
         self._supervisor: asyncio.Task[None] | None = None
         self._unfold_kopf_retries: Callable[[], None] = lambda: None
-        # The periodic resync re-lists what kopf watches; the reflectors' own relists after
-        # 410 Gone deliver the deletions a resync would find for theirs.
         enabled = {
             plugin.name
             for framework in self.scheduler.profiles.values()
@@ -220,17 +215,19 @@ class Operator:
         }
         self.kopf_kinds = watched_by(Watcher.KOPF, enabled)
         """What kopf watches: the kinds of any configuration and those of enabled plugins."""
-        self.sync = Synchronizer(_Lister(api), self.handlers, self.kopf_kinds)
         self.pod_groups: PodGroupStatusKeeper | None = None
         """Keeps the PodGroups' status, when a profile schedules gangs (their kind is watched)."""
         if any(watched.kind == "PodGroup" for watched in self.kopf_kinds):
-            self.pod_groups = pod_group_status_keeper(
-                informational_api,
+            self.pod_groups = PodGroupStatusKeeper(
+                ApiPodGroupStatusWriter(informational_api),
                 self.events,
                 self.clock,
                 is_leader=self.is_leader,
                 reporting_controller=config.profiles[0].scheduler_name,
             )
+        # The periodic resync re-lists what kopf watches; the reflectors' own relists after
+        # 410 Gone deliver the deletions a resync would find for theirs.
+        self.sync = Synchronizer(_Lister(api), self.handlers, self.kopf_kinds, self._route)
         self.reflectors = {
             watched.kind: Reflector(api, watched.path, self._route(watched.kind))
             for watched in watched_by(Watcher.REFLECTOR)
@@ -264,19 +261,27 @@ class Operator:
             always_allow_paths=options.always_allow_paths,
         )
 
-    def _route(self, kind: str) -> Callable[[str, dict[str, Any]], None]:
-        """Where a reflected kind's events go: its handler, and for pods also the PodGroup
-        census, which counts the members of every group whatever their scheduler."""
+    def _route(self, kind: str) -> EventHandler:
+        """The one handler of a kind's watch events: the scheduler's, and with a gang profile
+        also the PodGroup status keeper's: it takes the PodGroups, and its census counts the
+        members of every group from the pods, whatever their scheduler."""
         handle = self.handlers.route(kind)
         keeper = self.pod_groups
-        if kind != "Pod" or keeper is None:
+        if keeper is None:
+            return handle
+        observe: EventHandler
+        if kind == "Pod":
+            observe = keeper.census.observe
+        elif kind == "PodGroup":
+            observe = keeper.observe_group
+        else:
             return handle
 
-        def handle_and_count(event_type: str, raw: dict[str, Any]) -> None:
+        def handle_and_observe(event_type: str, raw: Mapping[str, Any]) -> None:
             handle(event_type, raw)
-            keeper.census.observe(event_type, raw)
+            observe(event_type, raw)
 
-        return handle_and_count
+        return handle_and_observe
 
     def _health_checks(self) -> list[HealthCheck]:
         checks = [PING]
@@ -325,9 +330,7 @@ class Operator:
         """kopf hosts the process: its startup activity lists the cluster and starts the
         scheduler, its cleanup activity stops it, and its signal handlers start the cleanup."""
         registry = kopf.OperatorRegistry()
-        register(registry, lambda: self.handlers, self.kopf_kinds)
-        if self.pod_groups is not None:
-            register_pod_group_status(registry, self.pod_groups)
+        register(registry, self._route, self.kopf_kinds)
 
         @kopf.on.login(registry=registry, id="credentials")
         async def login(**_: Any) -> kopf.ConnectionInfo:

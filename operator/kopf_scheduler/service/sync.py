@@ -9,12 +9,18 @@ longer has are fed in as deletions, so nothing stays counted twice or forever.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import structlog
 
-from kopf_scheduler.informer.handlers import ADDED, DELETED, STORAGE_KINDS, EventHandlers
+from kopf_scheduler.informer.handlers import (
+    ADDED,
+    DELETED,
+    STORAGE_KINDS,
+    EventHandler,
+    EventHandlers,
+)
 from kopf_scheduler.informer.watched_kinds import WATCHED_KINDS, WatchedKind
 from kopf_scheduler.ports import ApiError
 
@@ -36,16 +42,21 @@ def _key(raw: Mapping[str, Any]) -> str:
 
 
 class Synchronizer:
-    """Lists ``kinds`` in order; by default every kind the cache needs whatever the plugins."""
+    """Lists ``kinds`` in order; by default every kind the cache needs whatever the plugins.
+
+    Listed objects go where the watches send theirs: ``route(kind)``, by default the handlers'.
+    """
 
     def __init__(
         self,
         lister: Lister,
         handlers: EventHandlers,
         kinds: tuple[WatchedKind, ...] = ALWAYS_WATCHED,
+        route: Callable[[str], EventHandler] | None = None,
     ) -> None:
         self._lister = lister
         self._handlers = handlers
+        self._route = route if route is not None else handlers.route
         self._kinds = kinds
         self._seen: dict[str, dict[str, Mapping[str, Any]]] = {k.kind: {} for k in kinds}
         self.synced = False
@@ -55,7 +66,7 @@ class Synchronizer:
         for watched in self._kinds:
             kind = watched.kind
             items = await self._list(watched)
-            route = self._handlers.route(kind)
+            route = self._route(kind)
             fresh: dict[str, Mapping[str, Any]] = {}
             for raw in items:
                 fresh[_key(raw)] = raw
