@@ -5,6 +5,7 @@
     python -m bench run --inprocess S1,S2@0.2 --e2e S1 --qps 5000/5000,50/100
     python -m bench inprocess-one S2@0.2 --out result.json   # one scenario, this process
     python -m bench memory S2        # what the scheduler's memory holds after S2 in process
+    python -m bench revisions c6128a8,HEAD --inprocess S2 --e2e S1   # commits in turn
 
 Each in-process scenario runs in its own subprocess, so its peak RSS is its own. The
 end-to-end runs share one local cluster in ``LOCALCLUSTER_DIR`` (default ``/tmp/lc-bench``),
@@ -60,21 +61,24 @@ def say(message: str) -> None:
     print(f"bench: {message}", file=sys.stderr, flush=True)
 
 
-def _env() -> dict[str, str]:
+def _env(source: Path) -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "operator"), str(REPO)])
+    env["PYTHONPATH"] = os.pathsep.join([str(source / "operator"), str(source)])
     return env
 
 
-def run_inprocess_isolated(spec: str, timeout: float = 7200.0) -> dict[str, Any]:
-    """One in-process scenario in a fresh interpreter (own RSS, no leftovers)."""
+def run_inprocess_isolated(
+    spec: str, timeout: float = 7200.0, source: Path = REPO
+) -> dict[str, Any]:
+    """One in-process scenario in a fresh interpreter (own RSS, no leftovers), with the
+    benchmark and kopf-scheduler of ``source`` (a checkout or an exported revision)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "result.json"
         started = time.monotonic()
         proc = subprocess.run(
             [sys.executable, "-m", "bench", "inprocess-one", spec, "--out", str(out)],
-            cwd=REPO,
-            env=_env(),
+            cwd=source,
+            env=_env(source),
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -254,6 +258,31 @@ def _qps(text: str) -> list[tuple[float, int]]:
     return settings
 
 
+def _compare_revisions(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from bench import revisions
+
+    names = [name for name in args.revisions.split(",") if name]
+    if len(names) < 2:
+        parser.error("revisions: give at least two, comma-separated")
+    try:
+        ((qps, burst),) = _qps(args.qps)
+    except ValueError:
+        parser.error(f"--qps {args.qps!r}: expected one QPS/BURST, e.g. 50/100")
+    results = revisions.compare(
+        names,
+        [spec for spec in args.inprocess.split(",") if spec],
+        [spec for spec in args.e2e.split(",") if spec],
+        qps,
+        burst,
+        args.rounds,
+        run_inprocess_isolated,
+    )
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=1))
+    print(revisions.render(results))
+    return 0
+
+
 def _exit_on_sigterm() -> None:
     # SIGTERM becomes SystemExit, so that the schedulers, the watcher and (unless kept) the
     # cluster this run started are stopped by the ``finally`` blocks.
@@ -301,7 +330,19 @@ def main(argv: list[str] | None = None) -> int:
     image = sub.add_parser("image", help="the container image's size and idle/busy memory")
     image.add_argument("--nodes", type=int, default=100, help="kwok nodes (default 100)")
     image.add_argument("--pods", type=int, default=500, help="pods to bind (default 500)")
+    revisions = sub.add_parser(
+        "revisions", help="kopf-scheduler at several commits, in turn, on one machine"
+    )
+    revisions.add_argument("revisions", help="comma-separated commits, e.g. c6128a8,HEAD")
+    revisions.add_argument("--inprocess", default="", help="comma-separated, e.g. S2")
+    revisions.add_argument("--e2e", default="", help="comma-separated, e.g. S1")
+    revisions.add_argument("--qps", default="50/100", help="qps/burst of the end-to-end runs")
+    revisions.add_argument("--rounds", type=int, default=2, help="rounds of all revisions")
+    revisions.add_argument("--out", type=Path, help="also write the raw results to this file")
     args = parser.parse_args(argv)
+
+    if args.command == "revisions":
+        return _compare_revisions(parser, args)
 
     if args.command == "image":
         from bench.image import measure, render_figures

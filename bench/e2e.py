@@ -144,9 +144,11 @@ def start_scheduler(
     burst: int,
     work: Path,
     config: Mapping[str, Any] | None = None,
+    source: Path | None = None,
 ) -> SchedulerProcess:
     """``which`` scheduler against ``cluster``; ``config`` replaces kopf-scheduler's benchmark
-    configuration (a profile with other plugins)."""
+    configuration (a profile with other plugins); ``source`` is a directory whose ``operator/``
+    holds the kopf_scheduler package to run instead of this checkout's (another revision)."""
     port = free_port()
     log_path = work / f"{which}-scheduler.log"
     config_path = work / f"{which}-config.yaml"
@@ -181,6 +183,8 @@ def start_scheduler(
         ]
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     env["PYTHONUNBUFFERED"] = "1"
+    if which == "kopf" and source is not None:
+        env["PYTHONPATH"] = str(source / "operator")
     popen = spawn_logged(command, log_path, cwd=REPO, env=env)
     return SchedulerProcess(which, popen, port, log_path)
 
@@ -598,6 +602,7 @@ async def run_one(
     qps: float,
     burst: int,
     work: Path,
+    source: Path | None = None,
 ) -> dict[str, Any]:
     scheduler_name = SCHEDULER_NAME if which == "kopf" else UPSTREAM_SCHEDULER_NAME
     namespace = f"bench-{scenario.id.lower()}-{which}-{secrets.token_hex(3)}"
@@ -633,7 +638,7 @@ async def run_one(
     plane_before = _control_plane_cpu(cluster)
     load_before = os.getloadavg()
     spawned = time.time()
-    process = start_scheduler(which, cluster, qps, burst, run_dir)
+    process = start_scheduler(which, cluster, qps, burst, run_dir, source=source)
     result: dict[str, Any] = {"scheduler": which, "namespace": namespace, "settle": quiet}
     if volumes:
         result["volumes"] = volumes
@@ -851,8 +856,10 @@ async def run_pair(
     burst: int,
     work: Path,
     order: tuple[str, ...] = SCHEDULERS,
+    source: Path | None = None,
 ) -> dict[str, Any]:
-    """Both schedulers on identical states; the figures of each and the ratios ours/upstream."""
+    """Both schedulers on identical states; the figures of each and the ratios ours/upstream.
+    ``source``: kopf-scheduler from another revision (see :func:`start_scheduler`)."""
     endpoint = Endpoint(cluster.server, cluster.admin_token, str(cluster.ca_file))
     contention = {"loadavg": [round(x, 2) for x in os.getloadavg()], "top": top_processes()}
     async with Client(endpoint, "bench-creator", connections=CREATOR_CONCURRENCY) as client:
@@ -863,7 +870,9 @@ async def run_pair(
             nodes["volume_limits"] = await ensure_volume_limits(client, scenario.nodes)
         runs = {}
         for which in order:
-            runs[which] = await run_one(cluster, client, scenario, which, qps, burst, work)
+            runs[which] = await run_one(
+                cluster, client, scenario, which, qps, burst, work, source=source
+            )
     return {
         "mode": "e2e",
         "scenario": scenario.as_dict(),
