@@ -4,6 +4,7 @@ watch feeds its census, and it runs beside the loop."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import kopf
@@ -28,79 +29,76 @@ def _member(name: str, node: str = "") -> dict[str, Any]:
     return raw
 
 
-async def test_a_gang_profile_keeps_pod_group_status_and_counts_members_from_the_pod_watch() -> (
-    None
-):
+@pytest.fixture
+async def gang_operator() -> AsyncIterator[Operator]:
     api = Api(ApiClient(Configuration(host="http://127.0.0.1:9")))
     try:
-        operator = Operator(coscheduling_config(), RunOptions(), api)
-        keeper = operator.pod_groups
-        assert keeper is not None
-        deliver = operator.reflectors["Pod"]._deliver
-        deliver("ADDED", _member("w0", node="n1"))
-        deliver("ADDED", _member("w1"))
-        counts = keeper.census.counts("default/trainer")
-        assert counts.pods == 2
-        assert counts.scheduled == 1
-        # The scheduler's own handler still gets the pods.
-        assert operator.store.get_pod("default/w1") is not None
+        yield Operator(coscheduling_config(), RunOptions(), api)
     finally:
         await api.close()
+
+
+def _kept_pod_groups(operator: Operator, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """What the operator's status keeper is handed: ``(event type, PodGroup name)``."""
+    keeper = operator.pod_groups
+    assert keeper is not None
+    kept: list[tuple[str, str]] = []
+    monkeypatch.setattr(
+        keeper, "observe_group", lambda kind, raw: kept.append((kind, raw["metadata"]["name"]))
+    )
+    return kept
+
+
+async def test_a_gang_profile_keeps_pod_group_status_and_counts_members_from_the_pod_watch(
+    gang_operator: Operator,
+) -> None:
+    keeper = gang_operator.pod_groups
+    assert keeper is not None
+    deliver = gang_operator.reflectors["Pod"]._deliver
+    deliver("ADDED", _member("w0", node="n1"))
+    deliver("ADDED", _member("w1"))
+    counts = keeper.census.counts("default/trainer")
+    assert counts.pods == 2
+    assert counts.scheduled == 1
+    # The scheduler's own handler still gets the pods.
+    assert gang_operator.store.get_pod("default/w1") is not None
 
 
 async def test_one_kopf_handler_per_pod_group_event_feeds_the_store_and_the_keeper(
-    monkeypatch: pytest.MonkeyPatch,
+    gang_operator: Operator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    api = Api(ApiClient(Configuration(host="http://127.0.0.1:9")))
-    try:
-        operator = Operator(coscheduling_config(), RunOptions(), api)
-        keeper = operator.pod_groups
-        assert keeper is not None
-        kept: list[tuple[str, str]] = []
-        monkeypatch.setattr(
-            keeper, "observe_group", lambda kind, raw: kept.append((kind, raw["metadata"]["name"]))
-        )
-        registry = operator._kopf_registry()
-        pod_group_handlers = [
-            handler
-            for handler in registry._watching.get_all_handlers()
-            if handler.selector is not None and handler.selector.group == "scheduling.x-k8s.io"
-        ]
-        assert [handler.id for handler in pod_group_handlers] == ["forward-podgroups"]
-        assert registry._spawning.get_all_handlers() == []  # no timers: no finalizers
-        assert registry._changing.get_all_handlers() == []
+    kept = _kept_pod_groups(gang_operator, monkeypatch)
+    registry = gang_operator._kopf_registry()
+    pod_group_handlers = [
+        handler
+        for handler in registry._watching.get_all_handlers()
+        if handler.selector is not None and handler.selector.group == "scheduling.x-k8s.io"
+    ]
+    assert [handler.id for handler in pod_group_handlers] == ["forward-podgroups"]
+    assert registry._spawning.get_all_handlers() == []  # no timers: no finalizers
+    assert registry._changing.get_all_handlers() == []
 
-        (handler,) = pod_group_handlers
-        await handler.fn(event={"type": None, "object": raw_pod_group("listed")})
-        await handler.fn(event={"type": "DELETED", "object": raw_pod_group("gone")})
+    (handler,) = pod_group_handlers
+    await handler.fn(event={"type": None, "object": raw_pod_group("listed")})
+    await handler.fn(event={"type": "DELETED", "object": raw_pod_group("gone")})
 
-        assert kept == [("ADDED", "listed"), ("DELETED", "gone")]
-        assert operator.store.pod_groups.get("team/listed") is not None
-    finally:
-        await api.close()
+    assert kept == [("ADDED", "listed"), ("DELETED", "gone")]
+    assert gang_operator.store.pod_groups.get("team/listed") is not None
 
 
 async def test_the_listing_hands_pod_groups_to_the_keeper_too(
-    monkeypatch: pytest.MonkeyPatch,
+    gang_operator: Operator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    api = Api(ApiClient(Configuration(host="http://127.0.0.1:9")))
-    try:
-        operator = Operator(coscheduling_config(), RunOptions(), api)
-        keeper = operator.pod_groups
-        assert keeper is not None
-        kept: list[str] = []
-        monkeypatch.setattr(keeper, "observe_group", lambda kind, raw: kept.append(kind))
+    kept = _kept_pod_groups(gang_operator, monkeypatch)
 
-        async def list_items(path: str) -> list[dict[str, Any]]:
-            return [raw_pod_group("listed")] if path.endswith("/podgroups") else []
+    async def list_items(path: str) -> list[dict[str, Any]]:
+        return [raw_pod_group("listed")] if path.endswith("/podgroups") else []
 
-        monkeypatch.setattr(operator.sync._lister, "list_items", list_items)
-        await operator.sync.list_all()
+    monkeypatch.setattr(gang_operator.sync._lister, "list_items", list_items)
+    await gang_operator.sync.list_all()
 
-        assert kept == ["ADDED"]
-        assert operator.store.pod_groups.get("team/listed") is not None
-    finally:
-        await api.close()
+    assert kept == [("ADDED", "listed")]
+    assert gang_operator.store.pod_groups.get("team/listed") is not None
 
 
 async def test_without_gangs_there_is_no_keeper_and_pods_go_to_the_handler_alone() -> None:
