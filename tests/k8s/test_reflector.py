@@ -184,6 +184,25 @@ async def test_an_expired_version_lists_again_and_delivers_what_was_deleted_mean
     assert len(reflector) == 1
 
 
+async def test_the_first_list_comes_from_the_watch_cache_and_a_relist_is_consistent(
+    kmock: kmock.RawHandler, reflector: Reflector
+) -> None:
+    gone = {"kind": "Status", "status": "Failure", "code": 410, "reason": "Expired"}
+    server = Server(
+        lists=[pod_list("10", pod("a", "7")), pod_list("50", pod("a", "7"))],
+        watches=[(event("ERROR", gone),)],
+    )
+    kmock[f"get {PODS}"] << server
+
+    await run_until_silent(reflector, server)
+
+    first, relist = server.list_params
+    # resourceVersion=0: any version the server has, answered whole from its watch cache.
+    assert first == {"resourceVersion": "0"}
+    # After 410 Gone, a version as recent as etcd's, in pages.
+    assert relist == {"limit": "500"}
+
+
 async def test_a_failed_watch_is_retried_from_the_same_version_after_a_backoff(
     kmock: kmock.RawHandler, api: Api, clock: SteppingClock, reflector: Reflector
 ) -> None:

@@ -1,14 +1,17 @@
 """Initial listing and periodic resync: what the synchronizer feeds in, and in which order."""
 
+import asyncio
 import logging
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
 from kopf_scheduler.config.loader import default_config
-from kopf_scheduler.informer.handlers import EventHandlers
+from kopf_scheduler.informer.handlers import EventHandler, EventHandlers
 from kopf_scheduler.informer.store import Store
 from kopf_scheduler.informer.watched_kinds import WATCHED_KINDS
-from kopf_scheduler.service.sync import Synchronizer
+from kopf_scheduler.service.sync import ALWAYS_WATCHED, Synchronizer
 from kopf_scheduler.sim.runner import Simulation
 from tests.builders import make_node, make_pod
 from tests.storage_builders import (
@@ -76,26 +79,25 @@ async def test_a_node_delivered_again_with_the_same_version_changes_nothing() ->
     assert scheduler.cache.get_node_info("n1").node.resource_version == "8"
 
 
-class ClaimsSeenByPodListing(FakeLister):
-    """Remembers which claims the store held each time pods were listed."""
-
-    def __init__(self, store: Store) -> None:
-        super().__init__()
-        self.store = store
-        self.claims_seen: list[list[str]] = []
-
-    async def list_items(self, path: str) -> list[dict]:
-        if path == "/api/v1/pods":
-            self.claims_seen.append([c.key for c in self.store.storage.claims.values()])
-        return await super().list_items(path)
-
-
-async def test_storage_is_listed_before_pods_so_a_pods_claims_are_known() -> None:
+async def test_storage_is_delivered_before_pods_so_a_pods_claims_are_known() -> None:
     sim = Simulation(default_config())
     scheduler = sim.start()
     store = Store()
     handlers = EventHandlers(scheduler, store)
-    lister = ClaimsSeenByPodListing(store)
+    lister = FakeLister()
+    claims_seen: list[list[str]] = []
+
+    def route(kind: str) -> EventHandler:
+        handle = handlers.route(kind)
+        if kind != "Pod":
+            return handle
+
+        def remember_claims(event_type: str, raw: Mapping[str, Any]) -> None:
+            claims_seen.append([claim.key for claim in store.storage.claims.values()])
+            handle(event_type, raw)
+
+        return remember_claims
+
     storage_paths = {
         "/apis/storage.k8s.io/v1/storageclasses": make_class("fast").obj(),
         "/apis/storage.k8s.io/v1/csidrivers": dict(make_csi_driver("ebs.csi.aws.com").raw),
@@ -111,10 +113,10 @@ async def test_storage_is_listed_before_pods_so_a_pods_claims_are_known() -> Non
     }
     lister.items = {path: [raw] for path, raw in storage_paths.items()}
     lister.items["/api/v1/pods"] = [make_pod("web").claim("data").scheduler("kopf-scheduler").obj()]
-    await Synchronizer(lister, handlers).list_all()
+    await Synchronizer(lister, handlers, route=route).list_all()
 
     assert set(storage_paths) <= {watched.path for watched in WATCHED_KINDS}
-    assert lister.claims_seen == [["default/data"]]
+    assert claims_seen == [["default/data"]]
     storage = store.storage
     assert list(storage.classes) == ["fast"]
     assert list(storage.csi_drivers) == ["ebs.csi.aws.com"]
@@ -163,3 +165,49 @@ async def test_a_resync_reports_only_storage_deletions_the_watch_missed(
     ]
     assert reported == ["default/data"]
     assert len(handlers.store.storage.claims) == 0
+
+
+class AllAtOnceLister(FakeLister):
+    """Answers no listing until every one of ``expected`` has been asked for."""
+
+    def __init__(self, expected: int) -> None:
+        super().__init__()
+        self.asked: list[str] = []
+        self._expected = expected
+        self._all_asked = asyncio.Event()
+
+    async def list_items(self, path: str) -> list[dict]:
+        self.asked.append(path)
+        if len(self.asked) == self._expected:
+            self._all_asked.set()
+        await asyncio.wait_for(self._all_asked.wait(), 5)
+        return await super().list_items(path)
+
+
+async def test_every_collection_is_asked_for_at_once_and_delivered_in_the_tables_order() -> None:
+    sim = Simulation(default_config())
+    store = Store()
+    handlers = EventHandlers(sim.start(), store)
+    lister = AllAtOnceLister(len(ALWAYS_WATCHED))
+    lister.items = {
+        "/apis/scheduling.k8s.io/v1/priorityclasses": [
+            {"kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000}
+        ],
+        "/api/v1/pods": [make_pod("web").scheduler("kopf-scheduler").priority_class("high").obj()],
+    }
+    delivered: list[str] = []
+
+    def route(kind: str) -> EventHandler:
+        handle = handlers.route(kind)
+
+        def remember_kind(event_type: str, raw: Mapping[str, Any]) -> None:
+            delivered.append(kind)
+            handle(event_type, raw)
+
+        return remember_kind
+
+    await Synchronizer(lister, handlers, route=route).list_all()
+
+    assert sorted(lister.asked) == sorted(watched.path for watched in ALWAYS_WATCHED)
+    assert delivered == ["PriorityClass", "Pod"]
+    assert store.get_pod("default/web") is not None
