@@ -96,7 +96,9 @@ class Client:
                         delay = min(delay * 2, 5.0)
                         continue
                     raise ApiError(response.status, text)
-            except (TimeoutError, aiohttp.ClientConnectionError):
+            except (TimeoutError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError):
+                # A reply cut short (the API server ends a long collection DELETE at its request
+                # timeout, midway through the list of what it deleted) is sent again like a lost one.
                 if attempt >= retries:
                     raise
                 await asyncio.sleep(delay)
