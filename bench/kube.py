@@ -97,8 +97,8 @@ class Client:
                         continue
                     raise ApiError(response.status, text)
             except (TimeoutError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError):
-                # A reply cut short (the API server ends a long collection DELETE at its request
-                # timeout, midway through the list of what it deleted) is sent again like a lost one.
+                # A reply cut short (the API server ends a long collection DELETE at its
+                # request timeout, midway through the list of what it deleted) is sent again.
                 if attempt >= retries:
                     raise
                 await asyncio.sleep(delay)
