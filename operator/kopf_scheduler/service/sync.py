@@ -2,9 +2,10 @@
 
 Scheduling starts only once the cache holds every node and pod (a scheduler with a partial view
 double-books capacity). The collections are requested together and delivered one after
-another, storage objects before pods, so a pod's claims are known when it is queued. Watches can also lose deletions across a restart with a fresh listing
-(410 Gone), so the store is periodically reconciled against a full LIST: objects the API no
-longer has are fed in as deletions, so nothing stays counted twice or forever.
+another, storage objects before pods, so a pod's claims are known when it is queued. Watches
+can also lose deletions across a restart with a fresh listing (410 Gone), so the store is
+periodically reconciled against a full LIST: objects the API no longer has are fed in as
+deletions, so nothing stays counted twice or forever.
 """
 
 from __future__ import annotations
