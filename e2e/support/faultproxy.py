@@ -18,7 +18,7 @@ be injected below it.
     proxy.faults = Faults(error_rate=0.2)      # takes effect for the next request
     proxy.partition()                          # resets every open stream, holds new requests
     proxy.heal()                               # held requests are dropped, never forwarded
-    proxy.partition_after("GET", "/api/v1/pods")  # partition once that request is answered
+    proxy.partition_after("GET", "/api/v1/pods")  # partition once it and all in flight are done
     proxy.partition(hold=False)                # a server gone: new requests are reset at once
     proxy.stats.snapshot()                     # what was injected, and the 410s seen in watches
     proxy.stop()
@@ -209,6 +209,11 @@ class FaultProxy:
         self._healed: asyncio.Event | None = None
         self._streams: dict[int, web.BaseRequest] = {}
         self._partition_after: tuple[str, str, bool] | None = None
+        self._partition_when_idle: bool | None = None
+        """Set once the awaited request is answered: partition (with this ``hold``) as the last
+        request then in flight is answered."""
+        self._requests_in_flight = 0
+        """Forwarded requests other than watches that have not had their whole answer."""
         self._hold = True
 
     @property
@@ -253,8 +258,9 @@ class FaultProxy:
         self._call(self._heal)
 
     def partition_after(self, method: str, path: str, *, hold: bool = True) -> None:
-        """:meth:`partition` as soon as the next ``method path`` request (not a watch) has its
-        whole answer: the moment a scheduler's last initial LIST arrives, to the request."""
+        """:meth:`partition` once the next ``method path`` request (not a watch) and every other
+        request then in flight have had their whole answer: the moment a scheduler's last
+        initial LIST arrives, whichever collection it is (the listings go out together)."""
         self._partition_after = (method.upper(), path, hold)
 
     def cut(self) -> None:
@@ -398,6 +404,8 @@ class FaultProxy:
         headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
         body = await request.read()
         self._streams[id(request)] = request
+        if not watch:
+            self._requests_in_flight += 1
         try:
             async with self._session.request(
                 request.method,
@@ -431,10 +439,14 @@ class FaultProxy:
                     and trigger is not None
                     and trigger[:2] == (request.method, request.path)
                 ):
-                    # In force before the client can read the end of this answer.
                     self._partition_after = None
+                    self._partition_when_idle = trigger[2]
+                hold = self._partition_when_idle
+                if not watch and hold is not None and self._requests_in_flight == 1:
+                    # The last answer: in force before the client can read its end.
+                    self._partition_when_idle = None
                     self._streams.pop(id(request), None)  # not to be cut: it is complete
-                    self._partition(trigger[2])
+                    self._partition(hold)
                 await response.write_eof()
                 return response
         except (aiohttp.ClientError, TimeoutError, ConnectionError):
@@ -442,3 +454,5 @@ class FaultProxy:
             return self._drop(request)
         finally:
             self._streams.pop(id(request), None)
+            if not watch:
+                self._requests_in_flight -= 1

@@ -53,7 +53,7 @@ from typing import Any
 import structlog
 
 from kopf_scheduler import metric_names as m
-from kopf_scheduler.k8s.client import Api
+from kopf_scheduler.k8s.client import Api, ListResult
 from kopf_scheduler.k8s.errors import TransportError
 from kopf_scheduler.model.errors import InvalidObjectError
 from kopf_scheduler.model.timeutil import parse_timestamp
@@ -131,11 +131,19 @@ class Reflector:
 
     async def list(self) -> None:
         """LIST everything, deliver it, and deliver the deletion of what disappeared meanwhile."""
+        self.deliver_listing(await self.fetch_listing())
+
+    async def fetch_listing(self) -> ListResult:
+        """The collection as :meth:`list` gets it, not yet delivered (see
+        :meth:`deliver_listing`): so that several collections can be fetched at once and still
+        be delivered in order."""
         if self.synced:
-            result = await self._api.list(self.path, self._query)
-        else:
-            query = {**self._query, "resourceVersion": "0"}
-            result = await self._api.list(self.path, query, page_size=0)
+            return await self._api.list(self.path, self._query)
+        query = {**self._query, "resourceVersion": "0"}
+        return await self._api.list(self.path, query, page_size=0)
+
+    def deliver_listing(self, result: ListResult) -> None:
+        """Deliver a listing from :meth:`fetch_listing` and watch on from its resourceVersion."""
         fresh: dict[str, dict[str, Any]] = {}
         for raw in result.items:
             _drop_managed_fields(raw)

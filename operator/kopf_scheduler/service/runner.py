@@ -360,11 +360,19 @@ class Operator:
                 logger.warning("resync_failed", reason=str(error))
 
     async def _list_all(self) -> None:
-        """The kopf-watched kinds (requested together), then nodes, then pods: the table's
-        dependency order, with the pods' listing the last request before the cache is synced."""
-        await self.sync.list_all()
-        for reflector in self.reflectors.values():  # nodes, then pods
-            await reflector.list()
+        """List every watched collection, all requests at once; deliver the kopf-watched kinds
+        first, then nodes, then pods (the table's dependency order)."""
+        reflectors = list(self.reflectors.values())
+        fetching = asyncio.gather(*(reflector.fetch_listing() for reflector in reflectors))
+        try:
+            await self.sync.list_all()
+        except BaseException:
+            fetching.cancel()
+            await asyncio.gather(fetching, return_exceptions=True)  # its own error is not news
+            raise
+        listings = await fetching
+        for reflector, listing in zip(reflectors, listings, strict=True):
+            reflector.deliver_listing(listing)
 
     async def _serve_health(self) -> None:
         try:
