@@ -61,15 +61,17 @@ def export(revision: str, cache: Path = CACHE) -> tuple[str, Path]:
     return commit, target
 
 
-def _e2e_row(revision: str, round_: int, run: dict[str, Any]) -> dict[str, Any]:
+def _row(revision: str, round_: int, result: dict[str, Any]) -> dict[str, Any]:
+    """One run's figures, in process or end to end (each has one of the two timings)."""
     return {
         "revision": revision,
         "round": round_,
-        "cpu_seconds": run.get("cpu_seconds"),
-        "peak_rss_mb": run.get("peak_rss_mb"),
-        "pods_per_second": (run.get("throughput") or {}).get("average"),
-        "create_to_bound_ms": run.get("create_to_bound_ms"),
-        "error": run.get("error"),
+        "cpu_seconds": result.get("cpu_seconds"),
+        "peak_rss_mb": result.get("peak_rss_mb"),
+        "pods_per_second": (result.get("throughput") or {}).get("average"),
+        "attempt_ms": result.get("attempt_ms"),
+        "create_to_bound_ms": result.get("create_to_bound_ms"),
+        "error": result.get("error"),
     }
 
 
@@ -90,7 +92,7 @@ def run_e2e(
                 pair = asyncio.run(
                     run_pair(cluster, scenario(spec), qps, burst, work, ("kopf",), source=tree)
                 )
-                row = _e2e_row(revision, round_, pair["runs"]["kopf"])
+                row = _row(revision, round_, pair["runs"]["kopf"])
                 say(f"{spec} {revision} round {round_ + 1}: {json.dumps(row)}")
                 rows.append(row)
     finally:
@@ -105,16 +107,7 @@ def run_inprocess(
     rows = []
     for round_ in range(rounds):
         for revision, tree in trees.items():
-            result = run_isolated(spec, source=tree)
-            row = {
-                "revision": revision,
-                "round": round_,
-                "cpu_seconds": result.get("cpu_seconds"),
-                "peak_rss_mb": result.get("peak_rss_mb"),
-                "pods_per_second": (result.get("throughput") or {}).get("average"),
-                "attempt_ms": result.get("attempt_ms"),
-                "error": result.get("error"),
-            }
+            row = _row(revision, round_, run_isolated(spec, source=tree))
             say(f"{spec} {revision} round {round_ + 1}: {json.dumps(row)}")
             rows.append(row)
     return rows
