@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kopf_scheduler.cache.dra import DraCache
 from kopf_scheduler.cache.storage import StorageCache
+from kopf_scheduler.dra.allocator import allocated_devices
 from kopf_scheduler.informer.pod_groups import PodGroupStore
 from kopf_scheduler.model.pdb import PodDisruptionBudget
 from kopf_scheduler.model.pod import Pod
@@ -22,6 +24,9 @@ class Store:
         """Claims, volumes and the other storage objects the volume plugins read."""
         self.pod_groups = PodGroupStore()
         """PodGroups (watched only when a profile enables Coscheduling) and their pods."""
+        self.dra = DraCache(allocated_devices)
+        """DeviceClasses, ResourceSlices and ResourceClaims (watched only when a profile enables
+        DynamicResources), with the scheduler's in-flight allocations."""
 
     def get_pod(self, key: str) -> Pod | None:
         return self.pods.get(key)
