@@ -1,7 +1,10 @@
 """The structured-parameters device allocator of kube-scheduler v1.34.10, for one node at a time.
 
-With v1.34's default gates (DRAAdminAccess and DRAPrioritizedList on) upstream's
-``structured.NewAllocator`` picks its *incubating* implementation; this is that search. For each
+``structured.NewAllocator`` picks the first of its three implementations (stable, incubating,
+experimental) that supports every feature the scheduler passes. With v1.34's default gates those
+are DRAAdminAccess, DRAPrioritizedList and DRAResourceClaimDeviceStatus (beta, on), and only the
+*experimental* implementation declares the last one, so that is the search kube-scheduler runs
+and the one restated here, with its alpha features off. For each
 claim in the pod's order, each request in the claim's order and each device the request needs,
 it tries the node's pools (see :mod:`kopf_scheduler.dra.pools` for their order), their slices and
 their devices in listed order, skipping devices in use, devices the class and request selectors
@@ -16,8 +19,9 @@ not mark them used. An allocation holds at most 32 devices per claim.
 Left out, as upstream leaves them out with their alpha gates off: partitionable devices (devices
 that consume shared counters are never picked, slices with per-device node selection are
 ignored), device taints and tolerations (not looked at), devices with binding conditions (never
-picked), consumable capacity (no ``allowMultipleAllocations``, no ``capacity`` requests, no share
-IDs).
+picked, and their slices and pools tried last), consumable capacity (no
+``allowMultipleAllocations``, no share IDs; a request with ``capacity`` is an error, as
+upstream's "has capacity requests, but the DRAConsumableCapacity feature is disabled").
 
 Results are the JSON of ``status.allocation`` as upstream writes it: the devices per request,
 the configuration from the classes (once per class, listing every request that used it) and from
@@ -26,6 +30,7 @@ the claim, and a node selector (the node's name when a device is local to it).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence, Set
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -129,7 +134,8 @@ class Allocator:
         if self._slice_error is not None:
             raise AllocationError(f"gather pool information: {self._slice_error}")
         metadata = node.get("metadata") or {}
-        pools = self._index.pools(str(metadata.get("name") or ""), metadata.get("labels") or {})
+        node_name = str(metadata.get("name") or "")
+        pools = self._index.pools(node_name, metadata.get("labels") or {})
         parsed: list[ResourceClaim] = []
         for raw in claims:
             try:
@@ -137,7 +143,7 @@ class Allocator:
             except InvalidObjectError as error:
                 name = (raw.get("metadata") or {}).get("name", "")
                 raise AllocationError(f"claim {name}: {error}") from None
-        return _Search(self, pools, parsed).run()
+        return _Search(self, node_name, pools, parsed).run()
 
     def device_class(self, name: str) -> DeviceClass | None:
         """The DeviceClass of this name, parsed once."""
@@ -225,6 +231,7 @@ class _Result:
     request: str
     parent: str | None
     id: DeviceID
+    device: Device
     slice: ResourceSlice
     admin_access: bool
 
@@ -233,18 +240,17 @@ class _Result:
         return self.request if self.parent is None else f"{self.parent}/{self.request}"
 
 
-class _MatchAttribute:
-    """All devices of the constrained requests carry the same value of one attribute.
+class _Constraint(ABC):
+    """A claim constraint over the devices of some of its requests (all when none is named).
 
     Constraints are monotonic: once a device does not fit, adding more never helps.
     """
 
-    __slots__ = ("_attribute", "_count", "_name", "_requests")
+    __slots__ = ("_count", "_name", "_requests")
 
     def __init__(self, requests: frozenset[str], attribute_name: str) -> None:
         self._requests = requests
         self._name = attribute_name
-        self._attribute: Mapping[str, Any] | None = None
         self._count = 0
 
     def _applies(self, request: str, sub: str | None) -> bool:
@@ -253,6 +259,24 @@ class _MatchAttribute:
         if sub is None:
             return request in self._requests
         return request in self._requests or f"{request}/{sub}" in self._requests
+
+    @abstractmethod
+    def add(self, request: str, sub: str | None, device: Device, device_id: DeviceID) -> bool:
+        """Whether the device may join; if so it is counted in."""
+
+    @abstractmethod
+    def remove(self, request: str, sub: str | None, device_id: DeviceID) -> None:
+        """Undo one successful :meth:`add` with the same arguments."""
+
+
+class _MatchAttribute(_Constraint):
+    """All devices of the constrained requests carry the same value of one attribute."""
+
+    __slots__ = ("_attribute",)
+
+    def __init__(self, requests: frozenset[str], attribute_name: str) -> None:
+        super().__init__(requests, attribute_name)
+        self._attribute: Mapping[str, Any] | None = None
 
     def add(self, request: str, sub: str | None, device: Device, device_id: DeviceID) -> bool:
         if not self._applies(request, sub):
@@ -275,8 +299,53 @@ class _MatchAttribute:
         self._count += 1
         return True
 
-    def remove(self, request: str, sub: str | None) -> None:
+    def remove(self, request: str, sub: str | None, device_id: DeviceID) -> None:
         if self._applies(request, sub):
+            self._count -= 1
+
+
+class _DistinctAttribute(_Constraint):
+    """``distinctAttribute`` (a field of consumable capacity, alpha): no two devices share a value.
+
+    The API server drops the field while the gate is off, so a claim read from it never has one;
+    a claim built elsewhere gets upstream's behaviour with the gate off, which compares the
+    values' addresses rather than the values: only the very same device's attribute conflicts,
+    and only with the last device each request added.
+    """
+
+    __slots__ = ("_held",)
+
+    def __init__(self, requests: frozenset[str], attribute_name: str) -> None:
+        super().__init__(requests, attribute_name)
+        self._held: dict[str, tuple[DeviceID, Mapping[str, Any]]] = {}
+
+    def add(self, request: str, sub: str | None, device: Device, device_id: DeviceID) -> bool:
+        if not self._applies(request, sub):
+            return True
+        attribute = _lookup_attribute(device, device_id, self._name)
+        if attribute is None:
+            return False
+        if self._count > 0:
+            for held_id, held in self._held.values():
+                kind = next(
+                    (
+                        k
+                        for k in ("string", "int", "bool", "version")
+                        if attribute.get(k) is not None
+                    ),
+                    None,
+                )
+                if kind is None:
+                    return False
+                if held.get(kind) is not None and held_id == device_id:
+                    return False
+        self._held[request] = (device_id, attribute)
+        self._count += 1
+        return True
+
+    def remove(self, request: str, sub: str | None, device_id: DeviceID) -> None:
+        if self._applies(request, sub):
+            self._held.pop(request, None)
             self._count -= 1
 
 
@@ -294,12 +363,15 @@ def _lookup_attribute(device: Device, device_id: DeviceID, name: str) -> Mapping
 class _Search:
     """One :meth:`Allocator.allocate` call: the state of the backtracking search."""
 
-    def __init__(self, owner: Allocator, pools: list[Pool], claims: list[ResourceClaim]) -> None:
+    def __init__(
+        self, owner: Allocator, node_name: str, pools: list[Pool], claims: list[ResourceClaim]
+    ) -> None:
         self.owner = owner
+        self.node_name = node_name
         self.pools = pools
         self.claims = claims
         self.requests: dict[_Key, _RequestData] = {}
-        self.constraints: list[list[_MatchAttribute]] = []
+        self.constraints: list[list[_Constraint]] = []
         self.allocating: dict[DeviceID, set[int]] = {}
         self.results: list[list[_Result]] = [[] for _ in claims]
         self.matches: dict[tuple[DeviceID, _Key], bool] = {}
@@ -318,6 +390,13 @@ class _Search:
     def _prepare_claim(self, claim_index: int, claim: ResourceClaim) -> None:
         minimum = 0
         for request_index, request in enumerate(claim.requests):
+            if (request.exactly is not None and request.exactly.has_capacity_requests) or any(
+                sub.has_capacity_requests for sub in request.first_available
+            ):
+                raise AllocationError(
+                    f"claim {claim.display_name}, request {request.name}: has capacity requests, "
+                    "but the DRAConsumableCapacity feature is disabled"
+                )
             if request.first_available:
                 fewest: int | None = None
                 for sub_index, sub in enumerate(request.first_available):
@@ -344,14 +423,19 @@ class _Search:
                 f"claim {claim.display_name}: number of requested devices {minimum} exceeds the "
                 f"claim limit of {MAX_RESULTS_PER_CLAIM}"
             )
-        constraints: list[_MatchAttribute] = []
+        constraints: list[_Constraint] = []
         for index, constraint in enumerate(claim.constraints):
-            if constraint.match_attribute is None:
+            if constraint.match_attribute is not None:
+                constraints.append(_MatchAttribute(constraint.requests, constraint.match_attribute))
+            elif constraint.distinct_attribute is not None:
+                constraints.append(
+                    _DistinctAttribute(constraint.requests, constraint.distinct_attribute)
+                )
+            else:
                 raise AllocationError(
                     f"claim {claim.display_name}, constraint #{index}: empty constraint "
                     "(unsupported constraint type?)"
                 )
-            constraints.append(_MatchAttribute(constraint.requests, constraint.match_attribute))
         self.constraints.append(constraints)
 
     def _validate(
@@ -478,7 +562,7 @@ class _Search:
         self, key: _Key, data: _RequestData, resource_slice: ResourceSlice, index: int
     ) -> bool:
         device = resource_slice.devices[index]
-        if device.has_binding_conditions:
+        if device.binding_conditions:
             return False
         device_id = DeviceID(resource_slice.driver, resource_slice.pool, device.name)
         known = self.matches.get((device_id, key))
@@ -560,18 +644,20 @@ class _Search:
                         "be satisfied"
                     )
                 for earlier in constraints[:index]:
-                    earlier.remove(base, sub)
+                    earlier.remove(base, sub, candidate.id)
                 return False
         self.allocating.setdefault(candidate.id, set()).add(key.claim)
         self.results[key.claim].append(
-            _Result(request.name, data.parent, candidate.id, candidate.slice, admin)
+            _Result(
+                request.name, data.parent, candidate.id, candidate.device, candidate.slice, admin
+            )
         )
         return True
 
     def _give_back(self, key: _Key, candidate: _Candidate) -> None:
         base, sub = self._names(self.requests[key])
         for constraint in self.constraints[key.claim]:
-            constraint.remove(base, sub)
+            constraint.remove(base, sub, candidate.id)
         self.allocating[candidate.id].discard(key.claim)
         self.results[key.claim].pop()
 
@@ -658,7 +744,7 @@ class _Search:
         fields: list[Mapping[str, Any]] = []
         for result in results:
             resource_slice = result.slice
-            if resource_slice.node_name:
+            if resource_slice.node_name or result.device.binds_to_node:
                 return {
                     "nodeSelectorTerms": [
                         {
@@ -666,7 +752,7 @@ class _Search:
                                 {
                                     "key": "metadata.name",
                                     "operator": "In",
-                                    "values": [resource_slice.node_name],
+                                    "values": [self.node_name],
                                 }
                             ]
                         }

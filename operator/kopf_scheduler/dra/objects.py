@@ -76,7 +76,14 @@ class DeviceClass:
 class Device:
     """One device of a slice, with what selectors and constraints read."""
 
-    __slots__ = ("attributes", "capacity", "consumes_counters", "has_binding_conditions", "name")
+    __slots__ = (
+        "attributes",
+        "binding_conditions",
+        "binds_to_node",
+        "capacity",
+        "consumes_counters",
+        "name",
+    )
 
     def __init__(self, raw: Any, field: str) -> None:
         raw = _mapping(raw, field)
@@ -84,7 +91,11 @@ class Device:
         self.attributes: Mapping[str, Any] = _mapping(raw.get("attributes"), f"{field}.attributes")
         self.capacity: Mapping[str, Any] = _mapping(raw.get("capacity"), f"{field}.capacity")
         self.consumes_counters = bool(raw.get("consumesCounters"))
-        self.has_binding_conditions = bool(raw.get("bindingConditions"))
+        conditions = raw.get("bindingConditions")
+        self.binding_conditions: tuple[str, ...] | None = (
+            None if conditions is None else tuple(_list(conditions, f"{field}.bindingConditions"))
+        )
+        self.binds_to_node = bool(raw.get("bindsToNode"))
 
 
 class ResourceSlice:
@@ -132,7 +143,15 @@ class Request:
     ``admin_access`` is ``None`` when the field is unset (subrequests never have it).
     """
 
-    __slots__ = ("admin_access", "class_name", "count", "mode", "name", "selectors")
+    __slots__ = (
+        "admin_access",
+        "class_name",
+        "count",
+        "has_capacity_requests",
+        "mode",
+        "name",
+        "selectors",
+    )
 
     def __init__(self, raw: Mapping[str, Any], field: str, *, subrequest: bool) -> None:
         self.name = str(raw.get("name") or "")
@@ -141,6 +160,7 @@ class Request:
         count = raw.get("count")
         self.count = 1 if count is None and self.mode == EXACT_COUNT else int(count or 0)
         self.selectors = selector_expressions(raw.get("selectors"), f"{field}.selectors")
+        self.has_capacity_requests = raw.get("capacity") is not None
         admin_access = None if subrequest else raw.get("adminAccess")
         self.admin_access: bool | None = None if admin_access is None else bool(admin_access)
 
@@ -170,15 +190,20 @@ class ClaimRequest:
 
 
 class Constraint:
-    """One ``spec.devices.constraints`` entry; ``match_attribute`` is ``None`` for other kinds."""
+    """One ``spec.devices.constraints`` entry: ``matchAttribute`` or ``distinctAttribute``.
 
-    __slots__ = ("match_attribute", "requests")
+    Both are ``None`` for a kind this version does not know.
+    """
+
+    __slots__ = ("distinct_attribute", "match_attribute", "requests")
 
     def __init__(self, raw: Any, field: str) -> None:
         raw = _mapping(raw, field)
         self.requests = frozenset(str(r) for r in _list(raw.get("requests"), f"{field}.requests"))
         attribute = raw.get("matchAttribute")
         self.match_attribute: str | None = None if attribute is None else str(attribute)
+        distinct = raw.get("distinctAttribute")
+        self.distinct_attribute: str | None = None if distinct is None else str(distinct)
 
 
 class ResourceClaim:

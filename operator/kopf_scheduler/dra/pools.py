@@ -9,6 +9,10 @@ facts the allocator needs: a pool with fewer slices than ``resourceSliceCount`` 
 X"). Slices with ``perDeviceNodeSelection`` belong to partitionable devices (alpha, off in v1.34)
 and are left out, as are slices that set none of the node fields (a future extension).
 
+Devices with binding conditions (alpha, off) are never allocated, but, as upstream, slices that
+list such devices are added after the others and pools that contain them come last, so the
+other devices of such pools are tried after everything else.
+
 Pools are listed in the order their first slice appears in the input. Upstream collects them in
 a Go map, so its order between pools is random: when devices of two pools would both do, either
 may be picked there, while here it is always the same one.
@@ -66,6 +70,7 @@ class SliceIndex:
             ):
                 positions.append(position)
         positions.sort()
+        positions.sort(key=lambda position: _has_binding_conditions(self.slices[position]))
         pools: dict[tuple[str, str], Pool] = {}
         for position in positions:
             resource_slice = self.slices[position]
@@ -83,7 +88,14 @@ class SliceIndex:
         for pool in pools.values():
             pool.incomplete = len(pool.slices) != pool.slices[0].slice_count
             pool.invalid_reason = _duplicate_device(pool)
-        return list(pools.values())
+        return sorted(
+            pools.values(),
+            key=lambda pool: any(_has_binding_conditions(s) for s in pool.slices),
+        )
+
+
+def _has_binding_conditions(resource_slice: ResourceSlice) -> bool:
+    return any(device.binding_conditions is not None for device in resource_slice.devices)
 
 
 def _duplicate_device(pool: Pool) -> str | None:
