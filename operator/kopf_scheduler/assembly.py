@@ -63,8 +63,8 @@ class ClusterView:
     pdbs: Callable[[], list[PodDisruptionBudget]]
     storage: StorageCache = field(default_factory=StorageCache)
     pod_groups: PodGroupLister | None = None
-    dra: DraCache | None = None
-    """``None`` when no profile enables DynamicResources (nothing of DRA is watched)."""
+    dra: DraCache = field(default_factory=DraCache)
+    """Empty when no profile enables DynamicResources (nothing of it is watched then)."""
 
 
 def build_scheduler(

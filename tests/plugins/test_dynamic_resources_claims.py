@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from kopf_scheduler.cache.dra import DraCache
-from kopf_scheduler.dra.allocator import allocated_devices
 from kopf_scheduler.framework.cycle_state import CycleState
 from kopf_scheduler.framework.events import QueueingHint
 from kopf_scheduler.framework.handle import Handle
@@ -118,7 +117,7 @@ class World:
 
     def __init__(self, *objects: dict[str, Any], filter_timeout: str = "10s") -> None:
         self.api = InMemoryCluster(VirtualClock())
-        self.dra = DraCache(allocated_devices)
+        self.dra = DraCache()
         self.api.subscribe(self._deliver)
         self.spawned: list[Coroutine[Any, Any, None]] = []
         self.handle = Handle(

@@ -22,28 +22,26 @@ as ``devices_of``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kopf_scheduler.cache.storage import AssumeCache
+from kopf_scheduler.dra.allocator import DeviceID, allocated_devices
 from kopf_scheduler.model.resource_claim import ResourceClaim
 
-DevicesOf = Callable[[Mapping[str, Any]], "set[Any] | frozenset[Any]"]
-"""The devices a raw claim's ``status.allocation`` holds (admin access excluded)."""
 ClaimListener = Callable[[ResourceClaim | None, ResourceClaim | None], None]
 """Called with ``(old, new)``: an add has no old, a delete no new."""
 
 
 class DraCache:
-    def __init__(self, devices_of: DevicesOf) -> None:
-        self._devices_of = devices_of
+    def __init__(self) -> None:
         self.classes: dict[str, Mapping[str, Any]] = {}
         """DeviceClasses by name."""
         self.slices: dict[str, Mapping[str, Any]] = {}
         """ResourceSlices by name."""
         self._claims: AssumeCache[ResourceClaim] = AssumeCache()
         self._in_flight: dict[str, Mapping[str, Any]] = {}
-        self._allocated: set[Hashable] = set()
+        self._allocated: set[DeviceID] = set()
         self._listeners: list[ClaimListener] = []
 
     def subscribe(self, listener: ClaimListener) -> None:
@@ -97,9 +95,9 @@ class DraCache:
         had = old is not None and old.allocation is not None
         has = new is not None and new.allocation is not None
         if old is not None and had and (new is None or not has):
-            self._allocated.difference_update(self._devices_of(old.raw))
+            self._allocated.difference_update(allocated_devices(old.raw))
         if new is not None and has and not had:
-            self._allocated.update(self._devices_of(new.raw))
+            self._allocated.update(allocated_devices(new.raw))
         for listener in self._listeners:
             listener(old, new)
 
@@ -116,9 +114,9 @@ class DraCache:
         """Forget the claim's in-flight allocation; whether there was one."""
         return self._in_flight.pop(uid, None) is not None
 
-    def allocated_devices(self) -> set[Any]:
+    def allocated_devices(self) -> set[DeviceID]:
         """Every device taken: by the claims seen now, and by the in-flight allocations."""
         allocated = set(self._allocated)
         for claim in self._in_flight.values():
-            allocated.update(self._devices_of(claim))
+            allocated.update(allocated_devices(claim))
         return allocated

@@ -1,6 +1,7 @@
 """What plugins may use besides their own arguments: the snapshot, the nominator, time, chance,
-the storage objects, the PodGroups, the objects of dynamic resource allocation, the API ports, and a way to reach back into the framework
-(preemption runs filters itself, gang scheduling allows and rejects the pods waiting at Permit).
+the storage objects, the PodGroups, the objects of dynamic resource allocation, the API ports,
+and a way to reach back into the framework (preemption runs filters itself, gang scheduling
+allows and rejects the pods waiting at Permit).
 
 The scheduler builds one Handle per profile, whole, before the profile's plugins are built
 (``assembly.py``).
@@ -117,9 +118,9 @@ class Handle:
         ``None`` when the scheduler does not watch Services and controllers."""
         self.pod_groups: PodGroupLister = pod_groups if pod_groups is not None else NoPodGroups()
         """PodGroups and their member pods (gang scheduling)."""
-        self.dra = dra
-        """DeviceClasses, ResourceSlices, ResourceClaims and in-flight allocations; ``None``
-        when the scheduler does not watch them (no profile enables DynamicResources)."""
+        self.dra: DraCache = dra if dra is not None else DraCache()
+        """DeviceClasses, ResourceSlices, ResourceClaims and in-flight allocations (empty when
+        no profile enables DynamicResources: nothing of it is watched then)."""
         self.claim_writer = claim_writer
         """Where DynamicResources writes claims' allocations and reservations."""
         self.spawn: Callable[[Coroutine[Any, Any, None]], None] = (

@@ -385,9 +385,7 @@ class EventHandlers:
     # Dynamic resource allocation ---------------------------------------------------------------
 
     def on_device_class(self, event_type: str, raw: Mapping[str, Any]) -> None:
-        self._on_cluster_scoped(
-            self.store.dra.classes, EventResource.DEVICE_CLASS, event_type, raw
-        )
+        self._on_cluster_scoped(self.store.dra.classes, EventResource.DEVICE_CLASS, event_type, raw)
 
     def on_resource_slice(self, event_type: str, raw: Mapping[str, Any]) -> None:
         self._on_cluster_scoped(

@@ -7,7 +7,6 @@ from typing import Any
 
 from kopf_scheduler.cache.dra import DraCache
 from kopf_scheduler.cache.storage import StorageCache
-from kopf_scheduler.dra.allocator import allocated_devices
 from kopf_scheduler.informer.pod_groups import PodGroupStore
 from kopf_scheduler.model.pdb import PodDisruptionBudget
 from kopf_scheduler.model.pod import Pod
@@ -24,7 +23,7 @@ class Store:
         """Claims, volumes and the other storage objects the volume plugins read."""
         self.pod_groups = PodGroupStore()
         """PodGroups (watched only when a profile enables Coscheduling) and their pods."""
-        self.dra = DraCache(allocated_devices)
+        self.dra = DraCache()
         """DeviceClasses, ResourceSlices and ResourceClaims (watched only when a profile enables
         DynamicResources), with the scheduler's in-flight allocations."""
 

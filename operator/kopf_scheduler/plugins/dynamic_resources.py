@@ -37,10 +37,9 @@ from typing import Any, ClassVar
 
 import structlog
 
-from kopf_scheduler.cache.dra import DraCache
 from kopf_scheduler.cache.node_info import NodeInfo
 from kopf_scheduler.cache.storage import AssumeConflictError
-from kopf_scheduler.dra.allocator import Allocator, AllocationError, allocated_devices
+from kopf_scheduler.dra.allocator import AllocationError, Allocator
 from kopf_scheduler.dra.cel import SelectorCache
 from kopf_scheduler.framework.args import InvalidArgsError, ensure_mapping, reject_unknown
 from kopf_scheduler.framework.cycle_state import CycleState, StateKey
@@ -133,7 +132,7 @@ class _State:
     """When the running Filter gives up (the allocator asks through a callable)."""
     unavailable: set[int] = field(default_factory=set)
     """Indices of allocated claims that some node could not use."""
-    node_allocations: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)
+    node_allocations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def clone(self) -> _State:
         return self
@@ -162,10 +161,10 @@ def _api_error_text(error: Exception) -> str:
 class DynamicResources:
     name: ClassVar[str] = NAME
 
-    def __init__(self, args: DynamicResourcesArgs, handle: Handle, dra: DraCache) -> None:
+    def __init__(self, args: DynamicResourcesArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        self.dra = dra
+        self.dra = handle.dra
         self.selectors = SelectorCache(SELECTOR_CACHE_SIZE)
 
     # The pod's claims ----------------------------------------------------------------------------
@@ -267,8 +266,8 @@ class DynamicResources:
                 if not status.is_success():
                     return status
             elif isinstance(first_available, list) and first_available:
-                for sub in first_available:
-                    sub = sub if isinstance(sub, Mapping) else {}
+                for entry in first_available:
+                    sub = entry if isinstance(entry, Mapping) else {}
                     qualified = f"{name}/{sub.get('name') or ''}"
                     status = self._check_class(sub.get("deviceClassName"), qualified)
                     if not status.is_success():
@@ -306,13 +305,15 @@ class DynamicResources:
         if not data.claims:
             return SUCCESS
         node = node_info.node
+        if node is None:
+            return _error("node not found")
         unavailable = [
             index
             for index, claim_state in enumerate(data.claims)
             if claim_state.available_on is not None
             and not claim_state.available_on.matches(node.name, node.labels)
         ]
-        allocations: list[Mapping[str, Any]] | None = None
+        allocations: list[dict[str, Any]] | None = None
         if data.allocator is not None:
             timeout = self.args.filter_timeout
             data.deadline = self.handle.now() + timeout if timeout > 0 else None
@@ -514,7 +515,9 @@ class DynamicResources:
     # Queueing hints ------------------------------------------------------------------------------
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        node_actions = ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_ALLOCATABLE
+        node_actions = (
+            ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_ALLOCATABLE
+        )
         add_or_update = ActionType.ADD | ActionType.UPDATE
         return [
             ClusterEventWithHint(ClusterEvent(EventResource.NODE, node_actions)),
@@ -578,5 +581,4 @@ def _with_allocation(raw: Mapping[str, Any], allocation: Mapping[str, Any]) -> d
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle) -> DynamicResources:
-    dra = handle.dra if handle.dra is not None else DraCache(allocated_devices)
-    return DynamicResources(DynamicResourcesArgs.parse(args), handle, dra)
+    return DynamicResources(DynamicResourcesArgs.parse(args), handle)

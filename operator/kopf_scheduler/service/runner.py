@@ -55,8 +55,8 @@ from kopf_scheduler.k8s.metrics import PrometheusMetrics
 from kopf_scheduler.k8s.pod_group_status import ApiPodGroupStatusWriter
 from kopf_scheduler.k8s.ratelimit import limiter_for
 from kopf_scheduler.k8s.reflector import Reflector
-from kopf_scheduler.k8s.status import ApiPodStatusWriter
 from kopf_scheduler.k8s.resource_claims import ApiResourceClaimWriter
+from kopf_scheduler.k8s.status import ApiPodStatusWriter
 from kopf_scheduler.k8s.storage import ApiStorageWriter
 from kopf_scheduler.kopf_watches.watching import apply_settings, register
 from kopf_scheduler.logs import configure_logging
