@@ -1,14 +1,15 @@
 """What-if on a live cluster: "if I create these pods, where do they go, and who is evicted?"
 
 The current state is read with LIST requests only (nodes, pods, PDBs with the disruption
-controller's status, PriorityClasses, namespaces, and the storage objects the volume plugins
-read: PersistentVolumes and claims, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities,
+controller's status, PriorityClasses, namespaces, and the storage objects the volume plugins read:
+PersistentVolumes and claims, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities,
 VolumeAttachments, PodGroups when a profile enables Coscheduling, and DeviceClasses,
-ResourceSlices, ResourceClaims and ResourceClaimTemplates when one enables DynamicResources, as
-the scheduler itself lists them only then) and handed to the simulator together with the pods to
-add (and any new claims, ResourceClaims, templates or PodGroups they use); nothing is ever written to the cluster, so a read-only identity
-can run it. An identity that may not list one of these collections gets an error naming it, not
-a silently partial answer. Kubernetes has no such dry run (kubernetes #58242).
+ResourceSlices, ResourceClaims and ResourceClaimTemplates when one enables DynamicResources, as the
+scheduler itself lists them only then) and handed to the simulator together with the pods to add
+(and any new claims, ResourceClaims, templates or PodGroups they use); nothing is ever written to
+the cluster, so a read-only identity can run it. An identity that may not list one of these
+collections gets an error naming it, not a silently partial answer. Kubernetes has no such dry run
+(kubernetes #58242).
 """
 
 from __future__ import annotations
