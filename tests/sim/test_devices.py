@@ -84,6 +84,12 @@ def test_the_bundled_example_runs_from_the_command_line(capsys: pytest.CaptureFi
     trainer = next(a for a in rep["attempts"] if a["pod"] == "default/trainer")
     rejected = {n["node"]: n["reasons"] for n in trainer["nodes"] if not n["feasible"]}
     assert rejected == {"node-b": ["cannot allocate all claims"]}
+    summary = trainer["plugins"]["DynamicResources"]["summary"]
+    assert re.fullmatch(
+        r"default/trainer-gpus-[a-z0-9]{5}: allocated "
+        r"gpu\.example\.com/node-a/gpu-0, gpu\.example\.com/node-a/gpu-1",
+        summary,
+    )
 
 
 async def test_a_gone_pod_releases_its_devices(tmp_path: Path) -> None:

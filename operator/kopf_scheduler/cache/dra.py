@@ -110,6 +110,10 @@ class DraCache:
         """Reserve made an allocation for the claim ``uid`` (the claim with it, as raw)."""
         self._in_flight[uid] = allocated_claim
 
+    def pending_allocation(self, uid: str) -> Mapping[str, Any] | None:
+        """The claim with its in-flight allocation, if Reserve made one."""
+        return self._in_flight.get(uid)
+
     def remove_pending_allocation(self, uid: str) -> bool:
         """Forget the claim's in-flight allocation; whether there was one."""
         return self._in_flight.pop(uid, None) is not None

@@ -61,6 +61,7 @@ from kopf_scheduler.model.resource_claim import (
     FINALIZER,
     ClaimNotReadyError,
     ResourceClaim,
+    has_claims,
     pod_claims,
 )
 from kopf_scheduler.model.selectors import NodeSelector
@@ -511,6 +512,37 @@ class DynamicResources:
             return ResourceClaim(stored)
         except InvalidObjectError as error:
             raise _BindError(f"claim {key} as stored: {error}") from error
+
+    # Explanations ------------------------------------------------------------------------------
+
+    def explain_pod(self, pod: Pod) -> Mapping[str, Any] | None:
+        """The pod's claims as the plugin sees them now: the devices each holds (allocated, or
+        chosen at Reserve and not yet written), or why the claims are not ready."""
+        if not has_claims(pod.raw):
+            return None
+        try:
+            claims = self._pod_claims(pod.raw)
+        except ClaimNotReadyError as error:
+            return {"summary": str(error)}
+        described = [f"{claim.key}: {self._devices_of(claim)}" for claim in claims]
+        return {"summary": "; ".join(described) or "no claim needed"}
+
+    def _devices_of(self, claim: ResourceClaim) -> str:
+        allocation = claim.allocation
+        verb = "allocated"
+        if allocation is None:
+            pending = self.dra.pending_allocation(claim.uid)
+            allocation = ((pending or {}).get("status") or {}).get("allocation")
+            verb = "allocating"
+        if not isinstance(allocation, Mapping):
+            return "not allocated"
+        results = (allocation.get("devices") or {}).get("results") or []
+        devices = ", ".join(
+            f"{r.get('driver')}/{r.get('pool')}/{r.get('device')}"
+            for r in results
+            if isinstance(r, Mapping)
+        )
+        return f"{verb} {devices}"
 
     # Queueing hints ------------------------------------------------------------------------------
 
