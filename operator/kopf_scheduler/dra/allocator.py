@@ -122,6 +122,9 @@ class Allocator:
         self._index = SliceIndex(parsed)
         self._inputs: dict[tuple[int, int], DeviceInput] = {}
         self._selected: dict[tuple[str, int, int], bool] = {}
+        self.search_steps = 0
+        """States the search visited over every :meth:`allocate` call (upstream's
+        ``NumAllocateOneInvocations``): the measure of how much work a placement took."""
 
     def allocate(
         self, node: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]
@@ -484,6 +487,7 @@ class _Search:
 
     def _one(self, key: _Key, device_index: int, *, sub_chosen: bool) -> bool:
         """Find the device ``device_index`` of the request ``key`` and everything after it."""
+        self.owner.search_steps += 1
         if self.owner.timed_out():
             raise AllocationError("filter operation aborted: context deadline exceeded")
         if key.claim >= len(self.claims):
