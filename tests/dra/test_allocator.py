@@ -142,3 +142,37 @@ def test_selector_runtime_errors_name_the_class_or_claim() -> None:
     assert (
         raised.value.message == "claim claim-0: selector #0: CEL runtime error: no such key: model"
     )
+
+
+def test_a_changed_slice_is_read_again_though_selectors_are_shared() -> None:
+    """Parsed slices and selector answers are kept per uid and resourceVersion across
+    allocators; a new resourceVersion of the same slice is never answered from the old one."""
+    selectors = SelectorCache()
+    wanted = {"cel": {"expression": 'device.attributes["driver-a"].model == "b"'}}
+    claims = [claim_with_requests(CLAIM_0, None, request(REQ_0, CLASS_A, 1, wanted))]
+
+    def published(version: str, model: str) -> Obj:
+        raw = resource_slice(
+            SLICE_1,
+            NODE_1,
+            POOL_1,
+            DRIVER_A,
+            device(DEVICE_1, attributes={"model": {"string": model}}),
+        )
+        raw["metadata"].update(uid="slice-uid", resourceVersion=version)
+        return raw
+
+    def allocate(raw_slice: Obj) -> Any:
+        allocator = Allocator(
+            classes={CLASS_A: device_class(CLASS_A, DRIVER_A)},
+            slices=[raw_slice],
+            allocated=frozenset(),
+            selectors=selectors,
+        )
+        return allocator.allocate(node(NODE_1, REGION_1), claims)
+
+    assert allocate(published("1", "a")) is None
+    assert allocate(published("2", "b")) == [
+        allocation(local_node_selector(NODE_1), result(REQ_0, DRIVER_A, POOL_1, DEVICE_1))
+    ]
+    assert allocate(published("1", "a")) is None

@@ -74,7 +74,7 @@ import json
 import math
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -84,6 +84,8 @@ from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_strings
 
 from kopf_scheduler.dra import quantity
+from kopf_scheduler.dra.objects import ResourceSlice, object_version
+from kopf_scheduler.dra.pools import Pool
 
 QUANTITY_KEY = "kubernetes.Quantity"
 """The one key of the map that stands for a quantity (see the module docstring)."""
@@ -534,17 +536,88 @@ class Compiled:
     error: str | None
 
 
-class SelectorCache:
-    """Compiled selectors by expression text, least recently used dropped first.
+DeviceKey = tuple[str, str, int]
+"""A device in one state: its slice's uid and resourceVersion, and its index there."""
 
-    One per process, shared by every allocator, as upstream's ``cel.Cache``; thread-safe.
-    Failed compilations are not kept, so their error is computed again, as upstream.
+
+class SelectorCache:
+    """What selecting devices derives and may keep across scheduling attempts; one per process.
+
+    Compiled programs by expression text (``maxsize`` of them), as upstream's ``cel.Cache``:
+    failed compilations are not kept, so their error is computed again, as upstream. Beside
+    them, bounded too, the parsed ResourceSlices, each device's selector answers and what
+    selectors see of it, keyed by the slice's uid and resourceVersion (:data:`DeviceKey`): a
+    slice that changes gets a new resourceVersion, so nothing stale is ever read. Least recently
+    used entries go first; thread-safe.
     """
 
-    def __init__(self, maxsize: int = 1024) -> None:
+    def __init__(self, maxsize: int = 1024, *, devices: int = 65536) -> None:
         self._env = _environment()
         self._programs: cachetools.LRUCache[str, Program] = cachetools.LRUCache(maxsize=maxsize)
+        self._inputs: cachetools.LRUCache[DeviceKey, DeviceInput] = cachetools.LRUCache(
+            maxsize=devices
+        )
+        self._answers: cachetools.LRUCache[tuple[str, DeviceKey], bool] = cachetools.LRUCache(
+            maxsize=devices * 4
+        )
+        self._slices: cachetools.LRUCache[tuple[str, str], ResourceSlice] = cachetools.LRUCache(
+            maxsize=max(devices // 8, 1)
+        )
+        self._pools: cachetools.LRUCache[tuple[tuple[str, str], ...], list[Pool]] = (
+            cachetools.LRUCache(maxsize=max(devices // 8, 1))
+        )
         self._lock = threading.Lock()
+
+    def resource_slice(self, raw: Mapping[str, Any]) -> ResourceSlice:
+        """The parsed view of a ResourceSlice, parsed once per uid and resourceVersion.
+
+        Raises :class:`~kopf_scheduler.model.errors.InvalidObjectError` for a malformed slice.
+        """
+        version = object_version(raw)
+        if version is None:
+            return ResourceSlice(raw)
+        with self._lock:
+            known = self._slices.get(version)
+        if known is None:
+            known = ResourceSlice(raw)
+            with self._lock:
+                self._slices[version] = known
+        return known
+
+    def pools(
+        self,
+        available: Sequence[ResourceSlice],
+        gather: Callable[[Sequence[ResourceSlice]], list[Pool]],
+    ) -> list[Pool]:
+        """The pools of these slices: gathered once per set of slice versions."""
+        versions = tuple(s.version for s in available)
+        if not all(versions):
+            return gather(available)
+        key = tuple(v for v in versions if v is not None)
+        with self._lock:
+            known = self._pools.get(key)
+        if known is None:
+            known = gather(available)
+            with self._lock:
+                self._pools[key] = known
+        return known
+
+    def device_input(self, key: DeviceKey) -> DeviceInput | None:
+        with self._lock:
+            return self._inputs.get(key)
+
+    def remember_input(self, key: DeviceKey, inputs: DeviceInput) -> None:
+        with self._lock:
+            self._inputs[key] = inputs
+
+    def answer(self, expression: str, key: DeviceKey) -> bool | None:
+        """A selector's earlier answer for this device, if it is still known."""
+        with self._lock:
+            return self._answers.get((expression, key))
+
+    def remember_answer(self, expression: str, key: DeviceKey, matches: bool) -> None:
+        with self._lock:
+            self._answers[(expression, key)] = matches
 
     def compile(self, expression: str) -> Compiled:
         """The program for ``expression``, compiled on first use."""
