@@ -12,6 +12,7 @@ from kopf_scheduler.dra.cel import SelectorCache
 from tests.dra.builders import (
     CLAIM_0,
     CLASS_A,
+    CLASS_B,
     DEVICE_1,
     DEVICE_2,
     DRIVER_A,
@@ -20,19 +21,25 @@ from tests.dra.builders import (
     POOL_2,
     REGION_1,
     REQ_0,
+    REQ_0_SUB_REQ_1,
     SLICE_1,
     SLICE_2,
+    SUB_REQ_0,
+    SUB_REQ_1,
+    all_sub_request,
     allocation,
     claim,
     claim_with_requests,
     device,
     device_class,
+    first_available,
     local_node_selector,
     node,
     node_label_selector,
     request,
     resource_slice,
     result,
+    sub_request,
 )
 
 Obj = dict[str, Any]
@@ -176,3 +183,70 @@ def test_a_changed_slice_is_read_again_though_selectors_are_shared() -> None:
         allocation(local_node_selector(NODE_1), result(REQ_0, DRIVER_A, POOL_1, DEVICE_1))
     ]
     assert allocate(published("1", "a")) is None
+
+
+def _two_models() -> list[Obj]:
+    return [
+        resource_slice(
+            SLICE_1,
+            NODE_1,
+            POOL_1,
+            DRIVER_A,
+            device("device-0", attributes={"model": {"string": "a"}}),
+            device(DEVICE_1, attributes={"model": {"string": "b"}}),
+        )
+    ]
+
+
+def test_an_all_subrequest_after_the_first_continues_as_the_first() -> None:
+    """Upstream looks for the next device of an "All" subrequest other than the first under the
+    first subrequest's index; with a first subrequest of one device, such an "All" subrequest
+    gets one device only. Checked against k8s.io/dynamic-resource-allocation v0.34.10."""
+    nothing = {"cel": {"expression": 'device.driver == "other"'}}
+    claims = [
+        claim_with_requests(
+            CLAIM_0,
+            None,
+            first_available(
+                REQ_0,
+                sub_request(SUB_REQ_0, CLASS_A, 1, nothing),
+                all_sub_request(SUB_REQ_1, CLASS_A),
+            ),
+        )
+    ]
+    assert _allocate(_two_models(), claims) == [
+        allocation(
+            local_node_selector(NODE_1), result(REQ_0_SUB_REQ_1, DRIVER_A, POOL_1, "device-0")
+        )
+    ]
+
+
+def test_an_all_subrequest_counts_devices_with_the_previous_subrequests_answers() -> None:
+    """Upstream counts the devices of "All" subrequest i under the key of subrequest i-1, so it
+    reuses that one's selector answers: here the second subrequest counts the first one's
+    device, which is in use, and the claim does not fit although device-1 would do. Checked
+    against k8s.io/dynamic-resource-allocation v0.34.10."""
+    model_a = {"cel": {"expression": 'device.attributes["driver-a"].model == "a"'}}
+    classes = {
+        CLASS_A: device_class(CLASS_A, DRIVER_A),
+        CLASS_B: {
+            "metadata": {"name": CLASS_B},
+            "spec": {
+                "selectors": [{"cel": {"expression": 'device.attributes["driver-a"].model == "b"'}}]
+            },
+        },
+    }
+    sub_a = all_sub_request(SUB_REQ_0, CLASS_A)
+    sub_a["selectors"] = [model_a]
+    claims = [
+        claim_with_requests(
+            CLAIM_0, None, first_available(REQ_0, sub_a, all_sub_request(SUB_REQ_1, CLASS_B))
+        )
+    ]
+    allocator = Allocator(
+        classes=classes,
+        slices=_two_models(),
+        allocated=frozenset({DeviceID(DRIVER_A, POOL_1, "device-0")}),
+        selectors=SelectorCache(),
+    )
+    assert allocator.allocate(node(NODE_1, REGION_1), claims) is None

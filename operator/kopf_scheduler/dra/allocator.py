@@ -532,9 +532,12 @@ class _Search:
         if len(self.results[key.claim]) + data.count - device_index > MAX_RESULTS_PER_CLAIM:
             raise _ResultLimitError
         if take_all:
-            return self._try(
-                key, data.all_devices[device_index], device_index, sub_chosen, must=True
-            )
+            # Upstream goes on from an "All" device with the subrequest index reset to 0, so
+            # the next device of an "All" subrequest other than the first is looked for as the
+            # first subrequest's; kept, so that the same devices are chosen.
+            following = _Key(key.claim, key.request, 0)
+            candidate = data.all_devices[device_index]
+            return self._try(key, candidate, following, device_index, sub_chosen, must=True)
         admin = bool(request.admin_access)
         for pool in self.pools:
             if pool.invalid_reason is not None:
@@ -547,18 +550,26 @@ class _Search:
                     continue
                 if not self._selectable(key, data, candidate):
                     continue
-                if self._try(key, candidate, device_index, sub_chosen, must=False):
+                if self._try(key, candidate, key, device_index, sub_chosen, must=False):
                     return True
         return False
 
     def _try(
-        self, key: _Key, candidate: Candidate, device_index: int, sub_chosen: bool, *, must: bool
+        self,
+        key: _Key,
+        candidate: Candidate,
+        following: _Key,
+        device_index: int,
+        sub_chosen: bool,
+        *,
+        must: bool,
     ) -> bool:
-        """Take ``candidate`` for the request and search on; give it back unless that succeeds."""
+        """Take ``candidate`` for ``key``, then search on from the next device of ``following``;
+        give the candidate back unless that succeeds."""
         if not self._take(key, candidate, must=must):
             return False
         try:
-            found = self._one(key, device_index + 1, sub_chosen=sub_chosen)
+            found = self._one(following, device_index + 1, sub_chosen=sub_chosen)
         except BaseException:
             self._give_back(key, candidate)
             raise
