@@ -81,8 +81,11 @@ class Allocator:
     """Allocates the devices of a pod's claims on one node after another, as upstream does.
 
     Built once per scheduling attempt from the cluster's DeviceClasses, ResourceSlices and the
-    devices in use; :meth:`allocate` is then called for each node. Selector results are pure
-    functions of an expression and a device, so they are kept across nodes.
+    devices in use; :meth:`allocate` is then called for each node. Selector answers are pure
+    functions of an expression and a device, so they are kept across nodes, and across attempts
+    in the :class:`SelectorCache` for slices that carry a uid and resourceVersion. ``deadline``
+    is asked at every step of the search; when it says the time is up, the search ends with
+    upstream's "filter operation aborted: context deadline exceeded".
     """
 
     def __init__(
@@ -177,8 +180,11 @@ class Allocator:
     def selector_matches(
         self, expression: str, resource_slice: ResourceSlice, device_index: int
     ) -> bool:
-        """Evaluate one selector for one device; raises :class:`SelectorError` or a compile
-        error's detail as ``ValueError``."""
+        """Whether one selector selects one device, answered once per device version.
+
+        Raises :class:`SelectorError` when it fails to evaluate and :class:`_CompileError` when
+        it does not compile, each with upstream's detail.
+        """
         key = (expression, id(resource_slice), device_index)
         known = self._selected.get(key)
         if known is not None:
