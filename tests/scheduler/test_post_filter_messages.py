@@ -5,8 +5,9 @@ DefaultPreemption as in kube-scheduler v1.34's default profile.
   runs after it; the FitError joins both.
 - A PreFilter rejection (UnschedulableAndUnresolvable): DynamicResources' PreFilter, ordered
   last, never ran, so its PostFilter fails with ``not found``; DefaultPreemption is not tried.
-- A pod with ResourceClaims: turned away by DynamicResources' own PreFilter, then preemption
-  finds no node where it could help.
+- A pod whose ResourceClaim names a DeviceClass that does not exist: turned away by
+  DynamicResources' own PreFilter, then preemption finds no node where it could help (the text
+  kube-scheduler v1.34.10 gives on a live cluster).
 """
 
 from __future__ import annotations
@@ -41,6 +42,14 @@ def _pending(name: str) -> PodBuilder:
     return make_pod(name).scheduler(SCHED).priority(100)
 
 
+SHARED_GPU = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "ResourceClaim",
+    "metadata": {"name": "shared-gpu", "namespace": "default"},
+    "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}},
+}
+
+
 def _with_claim(builder: PodBuilder) -> dict[str, Any]:
     raw = builder.obj()
     raw["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "shared-gpu"}]
@@ -65,11 +74,11 @@ def _with_claim(builder: PodBuilder) -> dict[str, Any]:
         ),
         pytest.param(
             _with_claim(_pending("p").req(cpu="500m")),
-            "0/1 nodes are available: pod has resource claims (gpu), but dynamic resource "
-            "allocation is not supported by this scheduler. no new claims to deallocate, "
-            "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.",
+            "0/1 nodes are available: request gpu: device class gpu does not exist. "
+            "no new claims to deallocate, preemption: 0/1 nodes are available: "
+            "1 Preemption is not helpful for scheduling.",
             True,
-            id="pod-with-resource-claims",
+            id="claim-naming-a-missing-device-class",
         ),
     ],
 )
@@ -80,6 +89,7 @@ async def test_failed_scheduling_message(
     sim.start()
     sim.apply(make_node("n1").capacity(cpu="2", memory="4Gi", pods=10).obj())
     sim.apply(make_pod("resident").req(cpu="1").priority(0).node("n1").obj())
+    sim.apply(SHARED_GPU)
     sim.apply(pending)
     await sim.run_until_quiet()
 
