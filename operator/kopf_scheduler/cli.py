@@ -1,4 +1,4 @@
-"""The ``kopf-scheduler`` command line: ``run``, ``simulate``, ``explain`` and ``config``.
+"""The ``kopf-scheduler`` command line: run, simulate, capacity, explain and config.
 
 ``simulate`` with no scenario runs the bundled preemption demo, so a newcomer sees the scheduler
 decide, preempt and explain without a cluster. ``run`` and ``explain`` talk to a cluster; their
@@ -228,6 +228,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     simulate.add_argument("--kubeconfig", type=Path, help="with --from-cluster: the cluster")
     simulate.set_defaults(handler=_simulate)
+
+    from kopf_scheduler.capacity_cli import add_capacity_command
+
+    add_capacity_command(commands)
 
     run = commands.add_parser("run", help="schedule pods in a cluster (the operator)")
     run.add_argument("--config", type=Path, help="a KubeSchedulerConfiguration file")
