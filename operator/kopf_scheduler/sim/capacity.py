@@ -153,7 +153,7 @@ async def count_copies(
                 f"Maximum number of pods simulated: {max_limit}",
             )
         count = counts[index % len(counts)]
-        objects, keys = count.template.copy_objects(index, set(cluster.pods))
+        objects, keys = count.template.copy_objects(index, cluster.pods)
         simulation.attempts.clear()
         for raw in objects:
             if raw["kind"] == "Pod" and not (raw.get("spec") or {}).get("schedulerName"):

@@ -10,7 +10,7 @@ refuse is refused here too, with the file and the object named.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,7 +50,9 @@ class PodTemplate:
             return 1
         return int((self.pod_group.get("spec") or {}).get("minMember") or 0)
 
-    def copy_objects(self, index: int, taken: set[str]) -> tuple[list[dict[str, Any]], list[str]]:
+    def copy_objects(
+        self, index: int, taken: Container[str]
+    ) -> tuple[list[dict[str, Any]], list[str]]:
         """The objects of copy ``index`` (a PodGroup first, for a gang, then the pods) and the
         ``namespace/name`` keys of its pods; names in ``taken`` (pod keys) are skipped."""
         suffix = f"{index}"
