@@ -243,3 +243,12 @@ def test_drain_keeps_the_nodes_whose_pods_find_room_elsewhere(tmp_path: Path) ->
     assert entries["b"]["movedPods"] == [{"pod": "default/on-b", "nodeName": "a"}]
     assert entries["b"]["podsLeavingWithNode"] == ["default/agent-b"]
     assert entries["c"]["movedPods"] == [{"pod": "default/on-c", "nodeName": "a"}]
+
+
+def test_a_pod_saved_from_a_cluster_is_copied_without_its_identity(tmp_path: Path) -> None:
+    saved = pod("web-7d9f", cpu="1", node_name="a")
+    saved["metadata"].update(uid="0b5c-uid", resourceVersion="4711", generateName="web-")
+    saved["status"] = {"phase": "Running"}
+    result = _count(tmp_path, [node("a", cpu="3"), node("b", cpu="2")], [[saved]])
+    # Each copy is a pod of its own: 3 on a and 2 on b.
+    assert result.total == 5

@@ -26,6 +26,10 @@ WORKLOAD_KINDS = {
 }
 """The workload kinds whose ``spec.template`` is taken as the pod to copy."""
 
+KEPT_METADATA = ("name", "namespace", "labels", "annotations")
+"""What a copy keeps of the template's metadata: a pod saved from a cluster also carries its
+identity (uid, resourceVersion, owners), which no two copies may share."""
+
 POD_GROUP_API = ("scheduling.x-k8s.io/v1alpha1", "PodGroup")
 ACCEPTED = "a Pod, or a Deployment, ReplicaSet, StatefulSet or Job (and at most one PodGroup)"
 
@@ -150,6 +154,9 @@ def load_template(path: str | Path) -> PodTemplate:
         spec.pop("nodeName", None)
         pod["spec"] = spec
         pod.pop("status", None)
+        metadata = pod.get("metadata") if isinstance(pod.get("metadata"), Mapping) else {}
+        assert isinstance(metadata, Mapping)
+        pod["metadata"] = {key: metadata[key] for key in KEPT_METADATA if key in metadata}
         check_object(pod, index, source, set())
         pods.append((described, pod))
     if len(pods) != 1 or len(groups) > 1:
