@@ -12,6 +12,7 @@ import pytest
 
 from kopf_scheduler.cli import main
 from kopf_scheduler.k8s.client import ListResult
+from kopf_scheduler.ports import ApiError
 from tests.cli.support import (
     assert_one_line_error,
     environment,
@@ -110,12 +111,17 @@ class AuditedApi:
     """Answers LIST requests from fixed collections and records every request; any other use
     (a write) is recorded too and fails."""
 
-    def __init__(self, collections: Mapping[str, list[Raw]]) -> None:
+    def __init__(
+        self, collections: Mapping[str, list[Raw]], forbidden: frozenset[str] = frozenset()
+    ) -> None:
         self.collections = collections
+        self.forbidden = forbidden
         self.requests: list[str] = []
 
     async def list(self, path: str, query: Mapping[str, str] | None = None) -> ListResult:
         self.requests.append(f"LIST {path}")
+        if path in self.forbidden:
+            raise ApiError(403, "Forbidden", f"cannot list resource at {path}")
         return ListResult([dict(item) for item in self.collections.get(path, [])], "1")
 
     async def close(self) -> None:
@@ -184,3 +190,23 @@ def test_a_template_in_a_missing_namespace_is_refused(
     )
     assert code == 2
     assert capsys.readouterr().err == (f"error: {template}: web: namespace 'shop' does not exist\n")
+
+
+def test_a_collection_the_credentials_cannot_list_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api = AuditedApi({"/api/v1/nodes": [node("a")]}, forbidden=frozenset({"/api/v1/pods"}))
+
+    async def make_api(kubeconfig: str | None) -> AuditedApi:
+        return api
+
+    monkeypatch.setattr("kopf_scheduler.k8s.client.make_api", make_api)
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", "https://127.0.0.1:1")
+    template = write_yaml(tmp_path / "web.yaml", [pod("web", cpu="1", scheduler=None)])
+    code = main(
+        ["capacity", "--from-cluster", "--kubeconfig", str(kubeconfig), "--podspec", str(template)]
+    )
+    err = capsys.readouterr().err
+    assert code == 2
+    assert len(err.splitlines()) == 1
+    assert err.startswith("error: cannot list /api/v1/pods: ")
