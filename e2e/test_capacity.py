@@ -4,9 +4,9 @@ cluster-capacity, the tool whose question and JSON ``capacity`` takes over, is n
 Go module, so the reference is the thing it emulates: kube-scheduler on the same control plane,
 given copies of the template one at a time until one stays unschedulable. On 100 nodes of three
 shapes, some already running pods, the count must be the same, and so must the reason the next
-copy failed (kube-scheduler's message up to what its PostFilter plugins add, which ``capacity``
-without ``--preemption`` does not run). The snapshot is taken first and nothing is written by it: the
-copies in the namespace are the ones this test creates afterwards.
+copy failed (kube-scheduler's message up to what its PostFilter plugins add, which
+``capacity`` without ``--preemption`` does not run). The snapshot is taken first and nothing is
+written by it: the copies in the namespace are the ones this test creates afterwards.
 """
 
 from __future__ import annotations
