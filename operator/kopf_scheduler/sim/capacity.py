@@ -56,7 +56,6 @@ class CapacityResult:
     stop_message: str
     preempted: list[str] = field(default_factory=list)
     """Pods evicted to make room for copies (only with preemption)."""
-    node_names: list[str] = field(default_factory=list)
 
     @property
     def total(self) -> int:
@@ -183,5 +182,4 @@ def _result(
         stop_type,
         message,
         preempted=sorted(key for key in cluster.deleted if cluster.was_preempted(key)),
-        node_names=sorted(cluster.nodes),
     )

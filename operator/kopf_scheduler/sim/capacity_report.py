@@ -80,8 +80,7 @@ def _pod_result(count: TemplateCount) -> dict[str, Any]:
             for node, replicas in sorted(count.nodes.items())
         ],
         "failSummary": [
-            {"reason": reason, "count": number}
-            for reason, number in sorted(count.fail_summary.items(), key=lambda i: (-i[1], i[0]))
+            {"reason": reason, "count": number} for reason, number in _by_count(count.fail_summary)
         ]
         or None,
     }
