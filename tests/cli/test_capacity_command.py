@@ -4,16 +4,14 @@ errors for bad input, and a live cluster that is only ever listed, never written
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kopf_scheduler.cli import main
-from kopf_scheduler.k8s.client import ListResult
-from kopf_scheduler.ports import ApiError
 from tests.cli.support import (
+    AuditedApi,
     assert_one_line_error,
     environment,
     kopf_scheduler,
@@ -105,31 +103,6 @@ def test_bad_input_is_one_line(tmp_path: Path, arguments: list[str], message: st
         "capacity", *(a.format(**names) for a in arguments), env=environment(tmp_path)
     )
     assert_one_line_error(outcome, 2, message.format(**names))
-
-
-class AuditedApi:
-    """Answers LIST requests from fixed collections and records every request; any other use
-    (a write) is recorded too and fails."""
-
-    def __init__(
-        self, collections: Mapping[str, list[Raw]], forbidden: frozenset[str] = frozenset()
-    ) -> None:
-        self.collections = collections
-        self.forbidden = forbidden
-        self.requests: list[str] = []
-
-    async def list(self, path: str, query: Mapping[str, str] | None = None) -> ListResult:
-        self.requests.append(f"LIST {path}")
-        if path in self.forbidden:
-            raise ApiError(403, "Forbidden", f"cannot list resource at {path}")
-        return ListResult([dict(item) for item in self.collections.get(path, [])], "1")
-
-    async def close(self) -> None:
-        self.requests.append("close")
-
-    def __getattr__(self, name: str) -> Any:
-        self.requests.append(name)
-        raise AssertionError(f"capacity used the API for {name!r}")
 
 
 def test_the_live_cluster_is_only_listed(

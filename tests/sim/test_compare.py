@@ -11,7 +11,13 @@ import pytest
 import yaml
 
 from kopf_scheduler.cli import main
-from tests.cli.support import assert_one_line_error, environment, kopf_scheduler
+from tests.cli.support import (
+    AuditedApi,
+    assert_one_line_error,
+    environment,
+    kopf_scheduler,
+    write_kubeconfig,
+)
 from tests.sim.support import SCHEDULER, node, pod, write_yaml
 
 Raw = dict[str, Any]
@@ -148,3 +154,43 @@ def test_compare_config_refuses_a_single_config_too(tmp_path: Path) -> None:
     assert_one_line_error(
         outcome, 2, "--compare-config names both configurations; leave out --config"
     )
+
+
+def test_the_live_cluster_with_added_pods_is_compared_after_listing_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api = AuditedApi(
+        {
+            "/api/v1/namespaces": [{"metadata": {"name": "default"}}],
+            "/api/v1/nodes": [node("n1", cpu="4", memory="8Gi"), node("n2", cpu="4", memory="8Gi")],
+            "/api/v1/pods": [pod("busy", cpu="2", memory="2Gi", node_name="n1")],
+        }
+    )
+
+    async def make_api(kubeconfig: str | None) -> AuditedApi:
+        return api
+
+    monkeypatch.setattr("kopf_scheduler.k8s.client.make_api", make_api)
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", "https://127.0.0.1:1")
+    added = write_yaml(tmp_path / "new.yaml", [pod("new", cpu="1", memory="1Gi")])
+    spread = _config(tmp_path / "spread.yaml")
+    pack = _config(tmp_path / "pack.yaml", scoringStrategy={"type": "MostAllocated"})
+    code = main(
+        [
+            "simulate",
+            "--from-cluster",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--add",
+            str(added),
+            "--compare-config",
+            str(spread),
+            str(pack),
+            "-o",
+            "json",
+        ]
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert code == 3
+    assert [entry["pod"] for entry in report["moved"]] == ["default/new"]
+    assert all(request.startswith("LIST ") for request in api.requests[:-1])
