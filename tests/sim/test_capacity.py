@@ -252,3 +252,19 @@ def test_a_pod_saved_from_a_cluster_is_copied_without_its_identity(tmp_path: Pat
     result = _count(tmp_path, [node("a", cpu="3"), node("b", cpu="2")], [[saved]])
     # Each copy is a pod of its own: 3 on a and 2 on b.
     assert result.total == 5
+
+
+def test_a_copy_evicted_by_a_later_copy_of_higher_priority_is_not_counted(
+    tmp_path: Path,
+) -> None:
+    cluster = [priority_class("high", 1000), node("a", cpu="2")]
+    low = [_template("low", "1")]
+    high = [_template("high", "2", priority_class="high")]
+    result = _count(tmp_path, cluster, [low, high], preemption=True)
+    # low-0 takes 1 CPU; high-1 needs both and evicts it; low-2 finds no room and may not evict.
+    assert [(count.template.name, count.copies) for count in result.counts] == [
+        ("low", 0),
+        ("high", 1),
+    ]
+    assert result.preempted == ["default/low-0"]
+    assert capacity_review(result)["status"]["replicas"] == 1

@@ -42,9 +42,12 @@ class CapacityError(ValueError):
 class TemplateCount:
     template: PodTemplate
     copies: int = 0
-    """Copies placed whole (pods, or gangs for a gang template)."""
+    """Copies placed whole (pods, or gangs for a gang template) and still there at the end."""
     nodes: Counter[str] = field(default_factory=Counter)
-    """Pods of this template per node."""
+    """Pods of this template per node at the end."""
+    placed: list[list[str]] = field(default_factory=list)
+    """The pods of each copy that was placed: with preemption, a later copy of a template of
+    higher priority may evict one again."""
     fail_summary: Counter[str] = field(default_factory=Counter)
     """For the template whose copy stopped the count: each reason with its number of nodes."""
 
@@ -161,8 +164,7 @@ async def count_copies(
         await simulation.run_until_quiet()
         placed = [(cluster.pods[key]["spec"].get("nodeName") or "") for key in keys]
         if all(placed):
-            count.copies += 1
-            count.nodes.update(placed)
+            count.placed.append(keys)
             continue
         failed = keys[placed.index("")]
         last = next((a for a in reversed(simulation.attempts) if a.pod == failed), None)
@@ -177,6 +179,12 @@ def _result(
     simulation: Simulation, counts: list[TemplateCount], stop_type: str, message: str
 ) -> CapacityResult:
     cluster = simulation.cluster
+    for count in counts:
+        remaining = [keys for keys in count.placed if all(key in cluster.pods for key in keys)]
+        count.copies = len(remaining)
+        count.nodes = Counter(
+            cluster.pods[key]["spec"]["nodeName"] for keys in remaining for key in keys
+        )
     return CapacityResult(
         counts,
         stop_type,
