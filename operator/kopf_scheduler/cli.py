@@ -1,4 +1,4 @@
-"""The ``kopf-scheduler`` command line: ``run``, ``simulate``, ``explain`` and ``config``.
+"""The ``kopf-scheduler`` command line: run, simulate, capacity, explain and config.
 
 ``simulate`` with no scenario runs the bundled preemption demo, so a newcomer sees the scheduler
 decide, preempt and explain without a cluster. ``run`` and ``explain`` talk to a cluster; their
@@ -53,6 +53,10 @@ def _load_config(path: Path | None) -> LoadedConfig:
 
 
 def _simulate(args: argparse.Namespace) -> int:
+    if args.compare_config:
+        from kopf_scheduler.compare_cli import compare_configs
+
+        return compare_configs(args)
     configure_logging("warning", "console")
     try:
         config = _load_config(args.config).config
@@ -227,7 +231,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --from-cluster: pods to add (YAML/JSON); may be repeated",
     )
     simulate.add_argument("--kubeconfig", type=Path, help="with --from-cluster: the cluster")
+    simulate.add_argument(
+        "--compare-config",
+        nargs=2,
+        type=Path,
+        metavar=("A", "B"),
+        help="run under two configurations and report what differs (exit 3 when decisions do)",
+    )
     simulate.set_defaults(handler=_simulate)
+
+    from kopf_scheduler.capacity_cli import add_capacity_command
+
+    add_capacity_command(commands)
 
     run = commands.add_parser("run", help="schedule pods in a cluster (the operator)")
     run.add_argument("--config", type=Path, help="a KubeSchedulerConfiguration file")

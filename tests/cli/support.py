@@ -11,9 +11,12 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import yaml
+
+from kopf_scheduler.k8s.client import ListResult
+from kopf_scheduler.ports import ApiError
 
 CLEAN_ENVIRONMENT_KEYS = ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT")
 
@@ -104,3 +107,30 @@ class Lines:
         while (line := self._lines.get(timeout=30)) is not None:
             self.seen.append(line)
         return self.seen
+
+
+class AuditedApi:
+    """Answers LIST requests from fixed collections and records every request; any other use
+    (a write) is recorded too and fails."""
+
+    def __init__(
+        self,
+        collections: Mapping[str, list[dict[str, Any]]],
+        forbidden: frozenset[str] = frozenset(),
+    ) -> None:
+        self.collections = collections
+        self.forbidden = forbidden
+        self.requests: list[str] = []
+
+    async def list(self, path: str, query: Mapping[str, str] | None = None) -> ListResult:
+        self.requests.append(f"LIST {path}")
+        if path in self.forbidden:
+            raise ApiError(403, "Forbidden", f"cannot list resource at {path}")
+        return ListResult([dict(item) for item in self.collections.get(path, [])], "1")
+
+    async def close(self) -> None:
+        self.requests.append("close")
+
+    def __getattr__(self, name: str) -> Any:
+        self.requests.append(name)
+        raise AssertionError(f"capacity used the API for {name!r}")

@@ -41,6 +41,10 @@ class Cache:
         self._ttl = assumed_pod_ttl
         self._nodes: dict[str, NodeInfo] = {}
         self._pods: dict[str, _PodState] = {}
+        self._expiring: dict[str, _PodState] = {}
+        """Assumptions whose binding finished, by uid, in that order: the only ones that can
+        expire, so the periodic cleanup looks at these instead of every pod. An entry whose pod
+        was confirmed, forgotten or removed since is dropped at the next cleanup."""
         self._tree = NodeTree()
         self._images: dict[str, ImageState] = {}
         self._image_nodes: dict[str, set[str]] = {}
@@ -155,6 +159,7 @@ class Cache:
         if state is not None and state.assumed:
             state.binding_finished = True
             state.deadline = self._now() + self._ttl
+            self._expiring[pod.uid] = state
 
     def forget_pod(self, pod: Pod) -> bool:
         """Undo an assumption (the binding failed); ``False`` when there is none left to undo.
@@ -232,11 +237,13 @@ class Cache:
     def cleanup_expired_assumed_pods(self) -> list[Pod]:
         """Forget assumed pods whose binding finished more than the TTL ago; return them."""
         now = self._now()
-        expired = [
-            s.pod
-            for s in self._pods.values()
-            if s.assumed and s.binding_finished and s.deadline is not None and now >= s.deadline
-        ]
+        expired = []
+        for uid, state in list(self._expiring.items()):
+            if self._pods.get(uid) is not state or not state.assumed:
+                del self._expiring[uid]  # confirmed, forgotten or removed meanwhile
+            elif state.deadline is not None and now >= state.deadline:
+                del self._expiring[uid]
+                expired.append(state.pod)
         for pod in expired:
             self._remove_from_node(pod)
             del self._pods[pod.uid]

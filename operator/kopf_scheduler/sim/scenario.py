@@ -230,7 +230,7 @@ def _check_non_negative(kind: str, obj: Mapping[str, Any]) -> None:
                 )
 
 
-def _check(
+def check_object(
     obj: Any, index: int, source: str, seen: set[tuple[str, str]]
 ) -> tuple[str, dict[str, Any]]:
     if not isinstance(obj, Mapping):
@@ -274,6 +274,19 @@ def _check(
     return str(kind), dict(obj)
 
 
+def read_documents(path: str | Path) -> list[Any]:
+    """The documents of a YAML or JSON file, ``List`` objects flattened; ScenarioError when the
+    file cannot be read or parsed."""
+    source = str(path)
+    try:
+        text = decode_utf8(Path(path).read_bytes())
+    except OSError as error:
+        raise ScenarioError(source, "file", f"cannot read: {error.strerror or error}") from None
+    except DocumentError as error:
+        raise ScenarioError(source, "file", str(error)) from None
+    return _documents(text, source)
+
+
 def load_scenario(
     paths: Iterable[str | Path], *, known_priority_classes: Iterable[str] = ()
 ) -> Scenario:
@@ -284,14 +297,8 @@ def load_scenario(
     """Which file each loaded object came from (by identity), for reference errors."""
     for path in paths:
         source = str(path)
-        try:
-            text = decode_utf8(Path(path).read_bytes())
-        except OSError as error:
-            raise ScenarioError(source, "file", f"cannot read: {error.strerror or error}") from None
-        except DocumentError as error:
-            raise ScenarioError(source, "file", str(error)) from None
-        for index, document in enumerate(_documents(text, source)):
-            kind, obj = _check(document, index, source, seen)
+        for index, document in enumerate(read_documents(path)):
+            kind, obj = check_object(document, index, source, seen)
             origins[id(obj)] = source
             if kind == "Node":
                 scenario.nodes.append(obj)

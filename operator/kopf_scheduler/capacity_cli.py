@@ -1,0 +1,184 @@
+"""``kopf-scheduler capacity``: how many more copies fit, and which nodes could go.
+
+``capacity`` starts from scenario files or from a read-only snapshot of a live cluster (the
+LIST requests of ``simulate --from-cluster``; nothing is ever written to the cluster) and asks
+the simulated scheduler, configured as ``--config`` says: with ``--podspec`` how many copies of
+each template fit (``sim/capacity.py``), with ``--drain`` which nodes could be removed with their
+pods placed elsewhere (``sim/drain.py``). Exit codes are ``cli.py``'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from kopf_scheduler.cli import EXIT_RUNTIME, EXIT_USAGE
+from kopf_scheduler.config.errors import ConfigError
+from kopf_scheduler.config.kubeconfig import check_kubeconfig
+from kopf_scheduler.config.loader import check_config_file, default_config
+from kopf_scheduler.config.types import SchedulerConfig
+from kopf_scheduler.logs import configure_logging
+from kopf_scheduler.sim import loop as sim_loop
+from kopf_scheduler.sim.capacity import CapacityError, count_copies
+from kopf_scheduler.sim.capacity_report import (
+    render_capacity_json,
+    render_capacity_table,
+    render_drain_json,
+    render_drain_table,
+)
+from kopf_scheduler.sim.drain import find_removable_nodes
+from kopf_scheduler.sim.scenario import Scenario, ScenarioError, load_scenario
+from kopf_scheduler.sim.templates import load_template
+
+
+def _config(path: Path | None) -> SchedulerConfig:
+    """The configuration at ``path`` (the defaults without one); warnings go to stderr."""
+    if path is None:
+        return default_config()
+    loaded = check_config_file(path)
+    for warning in loaded.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return loaded.config
+
+
+def _usage_problem(args: argparse.Namespace) -> str:
+    if args.from_cluster and args.scenario:
+        return "give scenario files or --from-cluster, not both"
+    if not args.from_cluster and not args.scenario:
+        return "give scenario files or --from-cluster (the live cluster, only read)"
+    if args.drain and args.podspec:
+        return "--drain takes no --podspec: it places the pods the nodes already run"
+    if not args.drain and not args.podspec:
+        return "needs at least one --podspec FILE (or --drain)"
+    if args.max_limit < 0:
+        return "--max-limit must be 0 (no limit) or more"
+    return ""
+
+
+async def _cluster_state(args: argparse.Namespace, config: SchedulerConfig) -> Scenario:
+    from kopf_scheduler.k8s.client import make_api
+    from kopf_scheduler.service.whatif import cluster_scenario, named_plugins
+
+    api = await make_api(str(args.kubeconfig) if args.kubeconfig else None)
+    try:
+        scenario, _ = await cluster_scenario(api, [], named_plugins(config))
+    finally:
+        await api.close()
+    return scenario
+
+
+def _capacity(args: argparse.Namespace) -> int:
+    configure_logging("warning", "console")
+    problem = _usage_problem(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        config = _config(args.config)
+        templates = [load_template(path) for path in args.podspec]
+    except (ConfigError, ScenarioError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.from_cluster:
+        from kopf_scheduler.k8s.errors import ClientConfigError
+        from kopf_scheduler.ports import ApiError
+        from kopf_scheduler.service.startup import describe
+
+        try:
+            check_kubeconfig(str(args.kubeconfig) if args.kubeconfig else None)
+            scenario = asyncio.run(_cluster_state(args, config))
+        except (ValueError, ClientConfigError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return EXIT_USAGE
+        except ApiError as error:
+            print(f"error: {describe(error)}", file=sys.stderr)
+            return EXIT_RUNTIME
+    else:
+        try:
+            scenario = load_scenario(args.scenario)
+        except ScenarioError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return EXIT_USAGE
+    if args.drain:
+        drained = sim_loop.run(
+            find_removable_nodes(config, scenario, preemption=args.preemption, seed=args.seed)
+        )
+        print(render_drain_json(drained) if args.output == "json" else render_drain_table(drained))
+        return 0
+    try:
+        counted = sim_loop.run(
+            count_copies(
+                config,
+                scenario,
+                templates,
+                preemption=args.preemption,
+                max_limit=args.max_limit,
+                seed=args.seed,
+            )
+        )
+    except CapacityError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.output == "json":
+        print(render_capacity_json(counted))
+    else:
+        print(render_capacity_table(counted), end="")
+    return 0
+
+
+def add_capacity_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``capacity`` among the ``kopf-scheduler`` commands."""
+    capacity = commands.add_parser(
+        "capacity",
+        help="how many more copies of a pod fit (--podspec), or which nodes could go (--drain)",
+        description=(
+            "Add copies of each --podspec template in turn with the simulated scheduler until "
+            "one fails; report the copies per template and node and why the next one failed. "
+            "The live cluster is only read."
+        ),
+    )
+    capacity.add_argument(
+        "scenario", nargs="*", type=Path, help="scenario files (as for simulate) of the cluster"
+    )
+    capacity.add_argument(
+        "--from-cluster",
+        action="store_true",
+        help="start from the live cluster's state (read-only) instead of scenario files",
+    )
+    capacity.add_argument(
+        "--podspec",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="FILE",
+        help=(
+            "a Pod, or a Deployment/ReplicaSet/StatefulSet/Job whose pod template to copy, "
+            "with its PodGroup for a gang; may be repeated (copies alternate)"
+        ),
+    )
+    capacity.add_argument(
+        "--drain",
+        action="store_true",
+        help="instead: which nodes could go with their pods placed elsewhere, largest first",
+    )
+    capacity.add_argument("--config", type=Path, help="a KubeSchedulerConfiguration file")
+    capacity.add_argument(
+        "--preemption",
+        action="store_true",
+        help="let copies preempt lower-priority pods (default: only free room counts)",
+    )
+    capacity.add_argument(
+        "--max-limit",
+        type=int,
+        default=0,
+        metavar="N",
+        help="stop after N copies (default 0: until one fails)",
+    )
+    capacity.add_argument("--output", "-o", choices=["table", "json"], default="table")
+    capacity.add_argument(
+        "--seed", type=int, default=0, help="seed for every random choice (default 0)"
+    )
+    capacity.add_argument("--kubeconfig", type=Path, help="with --from-cluster: the cluster")
+    capacity.set_defaults(handler=_capacity)
