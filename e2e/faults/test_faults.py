@@ -261,6 +261,61 @@ def test_api_gone_for_a_minute_as_the_caches_sync(
     assert proxied.proxy.stats["refused"] > 0
 
 
+CUT_KINDS = frozenset(
+    {
+        "discovery",
+        "list pods",
+        "list nodes",
+        "list poddisruptionbudgets",
+        "watch pods",
+        "watch nodes",
+        "watch poddisruptionbudgets",
+        "update leases",
+        "create pods/binding",
+        "patch pods/status",
+        "create events",
+        "delete pods",
+    }
+)
+"""The kinds of request that must have had a reply cut off mid-body: kopf's discovery, lists
+and watches, the scheduler's own lists and watches, the Lease, and every write of a preemption."""
+
+
+def test_replies_cut_off_mid_body(
+    env: TestEnv,
+    proxied: Proxied,
+    scheduler_pool: LocalSchedulers,
+    local: LocalCluster,
+    results: Results,
+) -> None:
+    """The first reply of every kind of request is cut off mid-body (headers and half the body,
+    then a reset, as when the API server stops while answering), from the replica's start on:
+    it must not exit, and must preempt, bind and report as usual."""
+    proxied.proxy.faults = Faults(cut_each_kind_once=True)
+    replica = proxied.start("faults-cut-replies")
+    assert scheduler_pool.wait_leader() == replica.identity
+    scenario = Scenario.begin("replies cut off mid-body", env, scheduler_pool, results)
+    scenario.preemption_expected = True
+    target, _ = env.create_nodes(2, cpu=NODE_CPU)
+    on_target = {"kubernetes.io/hostname": target}
+    env.create(env.pod("low", cpu="2", priority_class="e2e-p10", node_selector=on_target))
+    env.wait_bound("low")
+    burst = _burst(local, env, "p", PER_NODE + 4, rate=4)
+    burst.wait_created(3)
+    env.create(env.pod("high", cpu="1", priority_class="e2e-p100", node_selector=on_target))
+    fault_end = time.monotonic()
+    burst.join()
+    assert env.wait_bound("high", timeout=60) == target
+    cut = {key.removeprefix("cut ") for key in proxied.proxy.stats.snapshot() if key[:4] == "cut "}
+    assert cut >= CUT_KINDS, sorted(CUT_KINDS - cut)
+    assert replica.alive(), replica.log_since_mark()[-4000:]
+    assert "Traceback" not in replica.log_since_mark()
+    scenario.notes.append(f"{len(cut)} kinds of request cut once each")
+    # The victim's 2 CPU go to the preemptor and four of the burst; the other node takes eight.
+    verdict = scenario.finish(fault_end, expected_bound=1 + PER_NODE + 4)
+    assert verdict.victims == 1
+
+
 def test_leader_sigkill_mid_preemption(
     env: TestEnv,
     schedulers: Schedulers,

@@ -20,6 +20,7 @@ be injected below it.
     proxy.heal()                               # held requests are dropped, never forwarded
     proxy.partition_after("GET", "/api/v1/pods")  # partition once it and all in flight are done
     proxy.partition(hold=False)                # a server gone: new requests are reset at once
+    proxy.faults = Faults(cut_each_kind_once=True)  # one reply of each kind cut off mid-body
     proxy.stats.snapshot()                     # what was injected, and the 410s seen in watches
     proxy.stop()
 
@@ -72,8 +73,15 @@ class Faults:
 
     ``reset_after_rate`` forwards the request and then cuts the connection before the answer
     reaches the client: the server acted, the client never learns it (the lost binding reply).
-    Watches (``watch=true``) get only ``latency`` and ``watch_reset_rate``: failing them at
-    the HTTP level would test nothing but the reconnect loop.
+    Watches (``watch=true``) get only ``latency``, ``watch_reset_rate`` and
+    ``cut_each_kind_once``: failing them at the HTTP level would test nothing but the reconnect
+    loop.
+
+    ``cut_each_kind_once`` cuts the first answer of each kind of request (:func:`request_kind`:
+    discovery, and the verb with the resource, e.g. ``create pods/binding``, ``watch nodes``)
+    off mid-body: the status line, the headers and the first half of the body (of a watch: its
+    first chunk) reach the client, then the connection is reset, as when the API server stops
+    while it answers. The kinds cut are counted as ``cut <kind>``.
     """
 
     latency: float = 0.0
@@ -84,6 +92,35 @@ class Faults:
     reset_rate: float = 0.0
     reset_after_rate: float = 0.0
     watch_reset_rate: float = 0.0
+    cut_each_kind_once: bool = False
+
+
+VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
+def request_kind(method: str, path: str, watch: bool) -> str:
+    """``discovery`` for the API's own description (``/api``, ``/apis/<group>/<version>``,
+    ``/version``), otherwise the verb and the resource with its subresource: ``list pods``,
+    ``watch nodes``, ``create pods/binding``, ``patch pods/status``, ``update leases``."""
+    parts = [part for part in path.split("/") if part]
+    if parts[:1] == ["api"]:
+        rest = parts[2:]
+    elif parts[:1] == ["apis"]:
+        rest = parts[3:]
+    else:
+        rest = []
+    if not rest:
+        return "discovery"
+    if rest[0] == "namespaces" and len(rest) >= 3:
+        rest = rest[2:]
+    resource = "/".join(rest[:1] + rest[2:3])
+    if watch:
+        verb = "watch"
+    elif method == "GET" and len(rest) == 1:
+        verb = "list"
+    else:
+        verb = VERBS.get(method, method.lower())
+    return f"{verb} {resource}"
 
 
 class Stats:
@@ -215,6 +252,7 @@ class FaultProxy:
         self._requests_in_flight = 0
         """Forwarded requests other than watches that have not had their whole answer."""
         self._hold = True
+        self._kinds_cut: set[str] = set()
 
     @property
     def url(self) -> str:
@@ -394,10 +432,25 @@ class FaultProxy:
                 )
         reset_after = not watch and self._draw(faults.reset_after_rate)
         cut_watch = watch and self._draw(faults.watch_reset_rate)
-        return await self._forward(request, reset_after=reset_after, cut_watch=cut_watch)
+        cut_mid_body = False
+        if faults.cut_each_kind_once:
+            kind = request_kind(request.method, request.path, watch)
+            if kind not in self._kinds_cut:
+                self._kinds_cut.add(kind)
+                self.stats.add(f"cut {kind}")
+                cut_watch = cut_watch or watch
+                cut_mid_body = not watch
+        return await self._forward(
+            request, reset_after=reset_after, cut_watch=cut_watch, cut_mid_body=cut_mid_body
+        )
 
     async def _forward(
-        self, request: web.Request, *, reset_after: bool, cut_watch: bool
+        self,
+        request: web.Request,
+        *,
+        reset_after: bool,
+        cut_watch: bool,
+        cut_mid_body: bool = False,
     ) -> web.StreamResponse:
         assert self._session is not None
         watch = request.query.get("watch") in ("true", "1")
@@ -425,6 +478,12 @@ class FaultProxy:
                     if key.lower() not in HOP_BY_HOP:
                         response.headers[key] = value
                 await response.prepare(request)
+                if cut_mid_body:
+                    body = await upstream.read()
+                    await response.write(body[: len(body) // 2])
+                    await asyncio.sleep(0.05)  # the client has read the headers and the half
+                    self._abort(request)
+                    return response
                 async for chunk in upstream.content.iter_any():
                     if any(marker in chunk for marker in GONE_MARKERS):
                         self.stats.add("gone")

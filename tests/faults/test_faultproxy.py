@@ -17,7 +17,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 from aiohttp import web
-from e2e.support.faultproxy import FaultProxy, Faults, make_certificate
+from e2e.support.faultproxy import FaultProxy, Faults, make_certificate, request_kind
 
 
 class Upstream:
@@ -195,3 +195,47 @@ async def test_a_partition_can_start_right_after_a_given_request_is_answered(
             healer.join()
     assert upstream[0].bindings == 1
     assert (proxy.stats["partitions"], proxy.stats["held"]) == (1, 1)
+
+
+async def test_the_first_answer_of_each_kind_is_cut_off_mid_body_and_the_next_passes(
+    proxy: FaultProxy, upstream: tuple[Upstream, str, Path]
+) -> None:
+    proxy.faults = Faults(cut_each_kind_once=True)
+    async with _client(proxy) as client:
+        for url in (BIND, "/api/v1/pods", "/api/v1/pods?watch=true"):
+            async with client.request("POST" if url == BIND else "GET", proxy.url + url) as cut:
+                assert cut.status in (200, 201)  # the headers came whole
+                with pytest.raises(aiohttp.ClientPayloadError):
+                    await cut.read()
+        async with client.post(proxy.url + BIND, json={}) as response:
+            assert response.status == 201
+            assert (await response.json())["status"] == "Success"
+        async with client.get(proxy.url + "/api/v1/pods?watch=true") as response:
+            assert len((await response.read()).splitlines()) == 2
+    assert upstream[0].bindings == 2
+    assert proxy.stats.snapshot().keys() >= {
+        "cut create pods/binding",
+        "cut list pods",
+        "cut watch pods",
+    }
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "watch", "kind"),
+    [
+        ("GET", "/apis", False, "discovery"),
+        ("GET", "/apis/policy/v1", False, "discovery"),
+        ("GET", "/version", False, "discovery"),
+        ("GET", "/api/v1/pods", False, "list pods"),
+        ("GET", "/api/v1/namespaces", False, "list namespaces"),
+        ("GET", "/api/v1/nodes", True, "watch nodes"),
+        ("POST", "/api/v1/namespaces/ns/pods/p/binding", False, "create pods/binding"),
+        ("PATCH", "/api/v1/namespaces/ns/pods/p/status", False, "patch pods/status"),
+        ("DELETE", "/api/v1/namespaces/ns/pods/p", False, "delete pods"),
+        ("POST", "/apis/events.k8s.io/v1/namespaces/ns/events", False, "create events"),
+        ("PUT", "/apis/coordination.k8s.io/v1/namespaces/ns/leases/l", False, "update leases"),
+        ("GET", "/apis/coordination.k8s.io/v1/namespaces/ns/leases/l", False, "get leases"),
+    ],
+)
+def test_request_kinds(method: str, path: str, watch: bool, kind: str) -> None:
+    assert request_kind(method, path, watch) == kind

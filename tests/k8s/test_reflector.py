@@ -9,11 +9,14 @@ from typing import Any
 
 import kmock
 import pytest
+from kubernetes_asyncio.client import ApiClient, Configuration
 
 from kopf_scheduler import metric_names as m
 from kopf_scheduler.k8s.client import Api
 from kopf_scheduler.k8s.metrics import PrometheusMetrics
+from kopf_scheduler.k8s.ratelimit import Unlimited
 from kopf_scheduler.k8s.reflector import INITIAL_BACKOFF, Reflector
+from tests.k8s.cutting_server import CuttingServer, serving
 from tests.k8s.support import START, SteppingClock, reply
 
 PODS = "/api/v1/pods"
@@ -296,3 +299,48 @@ async def test_objects_are_kept_and_delivered_without_managed_fields(
     assert [raw["metadata"]["name"] for raw in seen] == ["a", "b"]
     assert all("managedFields" not in raw["metadata"] for raw in seen)
     assert all(raw["metadata"]["uid"] for raw in seen)
+
+
+async def test_a_cycle_woken_by_one_event_runs_before_the_next_event_of_the_same_read() -> None:
+    """kube-scheduler's informers and its scheduling loop run side by side: the preemptor that
+    one victim's deletion requeues is tried while the other victim, removed a moment later, is
+    still there. Both deletions come here in one write of the stream, so one read has both."""
+    server = CuttingServer(
+        answers={("GET", PODS): pod_list("10", pod("first", "7", "n"), pod("second", "8", "n"))},
+        watch_events=[
+            event("DELETED", pod("first", "11", "n")),
+            event("DELETED", pod("second", "12", "n")),
+        ],
+    )
+    applied: list[str] = []
+    woken = asyncio.Event()
+    seen_by_cycle: list[list[str]] = []
+
+    def deliver(event_type: str, raw: dict[str, Any]) -> None:
+        if event_type == "DELETED":
+            applied.append(raw["metadata"]["name"])
+            woken.set()
+
+    async def scheduling_loop() -> None:
+        await woken.wait()
+        seen_by_cycle.append(list(applied))
+
+    async with serving(server):
+        client = ApiClient(Configuration(host=server.url))
+        api = Api(client, limiter=Unlimited(), clock=SteppingClock(), timeout=10.0)
+        reflector = Reflector(api, PODS, deliver)
+        cycle = asyncio.create_task(scheduling_loop())
+        await reflector.list()
+        watching = asyncio.create_task(reflector.watch_once())
+        try:
+            for _ in range(500):
+                if len(applied) == 2:
+                    break
+                await asyncio.sleep(0.01)
+        finally:
+            watching.cancel()
+            await asyncio.gather(watching, cycle, return_exceptions=True)
+            await api.close()
+
+    assert applied == ["first", "second"]
+    assert seen_by_cycle == [["first"]]

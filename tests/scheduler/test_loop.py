@@ -411,3 +411,24 @@ async def test_a_binding_that_fails_after_later_cycles_reports_the_cycle_of_its_
     assert lines == [(event, "default/first", 1) for event in events]
     first = [(a.result, a.cycle) for a in sim.attempts if a.pod == "default/first"]
     assert first == [("error", 1), ("scheduled", 4)]
+
+
+async def test_a_loop_woken_by_the_queue_takes_its_pod_at_the_next_turn_of_the_event_loop() -> None:
+    """Before the watch reader applies its next event (it yields once after each): the cycle
+    sees the cluster as the event that woke it left it, as kube-scheduler's does."""
+    sim = Simulation(default_config())
+    scheduler = sim.start()
+    sim.apply(make_node("n1").capacity(cpu="4", memory="4Gi", pods=10).obj())
+    stop = asyncio.Event()
+    running = asyncio.create_task(scheduler.run(stop))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert scheduler.last_advanced is None  # waiting for work
+
+    sim.apply(pod("p", cpu="1").obj())
+    await asyncio.sleep(0)
+
+    assert scheduler.queue.pending_pods() == []
+    assert [assumed.name for assumed in scheduler.cache.assumed_pods()] == ["p"]
+    stop.set()
+    await asyncio.wait_for(running, 5)

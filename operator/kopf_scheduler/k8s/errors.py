@@ -3,7 +3,8 @@
 The scheduling core catches :class:`~kopf_scheduler.ports.ApiError` (and its ``NotFoundError`` and
 ``ConflictError`` subclasses) and nothing else, so every failure that leaves this package goes
 through here: an API server reply with a ``Status`` body, a kubernetes-asyncio ``ApiException``,
-or a transport failure (refused connection, reset, timeout) that produced no reply at all.
+or a transport failure that produced no usable reply: a refused or reset connection, a timeout, or
+a reply cut off mid-body (the server stopped, or the connection dropped, while it answered).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
+from aiohttp.http_exceptions import HttpProcessingError
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from kopf_scheduler.ports import ApiError, ConflictError, NotFoundError
@@ -24,7 +26,8 @@ NO_RESPONSE = 0
 
 
 class TransportError(ApiError):
-    """The request got no HTTP reply: connection refused or reset, DNS failure, timeout."""
+    """The request got no usable HTTP reply: connection refused or reset, DNS failure, timeout,
+    or a reply cut off before its body ended."""
 
     def __init__(self, message: str) -> None:
         super().__init__(NO_RESPONSE, "TransportError", message)
@@ -79,10 +82,17 @@ def from_response(status: int, body: bytes | str | None, http_reason: str = "") 
 
 TRANSPORT_EXCEPTIONS: tuple[type[BaseException], ...] = (
     aiohttp.ClientError,
+    HttpProcessingError,
     OSError,
     asyncio.TimeoutError,
 )
-"""What a request can raise when no reply arrived; ``OSError`` covers refused connections."""
+"""What a request can raise when no usable reply arrived; ``OSError`` covers refused connections.
+
+A body cut off mid-way usually surfaces as ``ClientPayloadError`` (a ``ClientError``), but
+aiohttp's pure-Python parser (the one it falls back to without its C extension) hands a broken
+chunk of a chunked body to the reader as the parser's own ``TransferEncodingError``, which is no
+``ClientError``: an ``HttpProcessingError``.
+"""
 
 LIBRARY_EXCEPTIONS: tuple[type[BaseException], ...] = (ApiException, *TRANSPORT_EXCEPTIONS)
 """Everything :func:`from_exception` translates; anything else is a bug and propagates as is."""
@@ -121,4 +131,7 @@ def from_exception(exc: BaseException) -> ApiError:
         )
     if isinstance(exc, asyncio.TimeoutError):
         return TransportError("request timed out")
+    if isinstance(exc, HttpProcessingError):
+        # Its str() spreads the code and the parser's message over two lines.
+        return TransportError(f"{type(exc).__name__}: the reply broke off: {exc.message}")
     return TransportError(f"{type(exc).__name__}: {exc}")

@@ -31,6 +31,15 @@ Semantics follow client-go's reflector:
   old) it lists again, so deletions that happened in between are still delivered; after other
   failures it waits with a capped exponential backoff and resumes from the same version.
 
+Each watch event is delivered in a turn of the event loop of its own, even when one read of the
+stream brought several. kube-scheduler's informers and its scheduling loop run side by side: a
+pod that an event makes schedulable (a victim's deletion frees its preemptor) is popped and its
+cycle takes its snapshot at once, while the informer goes on with the next event. When kwok
+removed two victims of one preemption in the same millisecond, kube-scheduler ran its preemptor's
+cycle between the two removals in every run (a second ``FailedScheduling``, "not eligible due to
+a terminating pod on the nominated node"), while a reader that applied both deletions before
+yielding let the preemptor find the node empty.
+
 Objects are kept and delivered without ``metadata.managedFields``, as kube-scheduler's pod
 informer drops them: the server-side-apply bookkeeping of every writer (the creator, the kubelet's
 status updates) is often the largest part of a pod, the scheduler never reads it, and each pod's
@@ -45,6 +54,7 @@ invisible from inside the scheduler.
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
 from collections.abc import Callable, Mapping
@@ -188,6 +198,9 @@ class Reflector:
         }
         async for event in self._api.watch(self.path, query, timeout=seconds + TIMEOUT_SLACK):
             self._on_event(event)
+            # One event per turn of the event loop, even when a read brought several: a
+            # scheduling cycle this event made possible starts before the next is applied.
+            await asyncio.sleep(0)
 
     def _on_event(self, event: Mapping[str, Any]) -> None:
         event_type = event.get("type")

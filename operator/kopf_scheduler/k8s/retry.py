@@ -1,7 +1,8 @@
 """Retrying API requests that failed for reasons that may pass: overload, server errors, network.
 
 A request is retried on 429 Too Many Requests (after the server's ``Retry-After`` when it sends
-one), on any 5xx, and when no reply arrived at all; every other 4xx is final, because sending the
+one), on any 5xx, and when no whole reply arrived (none at all, or one cut off mid-body); every
+other 4xx is final, because sending the
 same request again gets the same answer. Waits grow exponentially (0.2 s, 0.4 s, ... capped at 5 s)
 over a bounded number of attempts, so a request gives up after a few seconds instead of stalling a
 binding cycle.

@@ -163,6 +163,7 @@ class Scheduler:
             queue=self.queue, cache=self.cache, clock=self.clock, metrics=self.metrics
         )
         stop_waiter = asyncio.ensure_future(stop.wait())
+        stop_waiter.add_done_callback(lambda _: self._wakeup.set())
         try:
             while not stop.is_set():
                 self.last_advanced = self.clock.now()
@@ -177,9 +178,11 @@ class Scheduler:
                         await asyncio.sleep(0)
                     continue
                 self.last_advanced = None
-                wakeup = asyncio.ensure_future(self._wakeup.wait())
-                await asyncio.wait({wakeup, stop_waiter}, return_when=asyncio.FIRST_COMPLETED)
-                wakeup.cancel()
+                # On the event itself, not on a task around it: the loop then runs at the event
+                # loop's next turn after the queue woke it, before a watch reader that yields
+                # after each event applies the next one (k8s/reflector.py), as kube-scheduler's
+                # scheduling goroutine takes its snapshot while its informers go on.
+                await self._wakeup.wait()
         finally:
             stop_waiter.cancel()
             for task in periodic:

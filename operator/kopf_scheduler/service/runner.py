@@ -58,6 +58,7 @@ from kopf_scheduler.k8s.reflector import Reflector
 from kopf_scheduler.k8s.resource_claims import ApiResourceClaimWriter
 from kopf_scheduler.k8s.status import ApiPodStatusWriter
 from kopf_scheduler.k8s.storage import ApiStorageWriter
+from kopf_scheduler.kopf_watches.session import session_for
 from kopf_scheduler.kopf_watches.watching import apply_settings, register
 from kopf_scheduler.logs import configure_logging
 from kopf_scheduler.ports import ApiError
@@ -339,8 +340,8 @@ class Operator:
         register(registry, self._route, self.kopf_kinds)
 
         @kopf.on.login(registry=registry, id="credentials")
-        async def login(**_: Any) -> kopf.ConnectionInfo:
-            return await _connection_info(self.api)
+        async def login(**_: Any) -> kopf.AiohttpSession:
+            return session_for(await _connection_info(self.api))
 
         @kopf.on.startup(registry=registry, id="configure-kopf")
         async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
