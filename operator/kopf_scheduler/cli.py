@@ -5,10 +5,8 @@ decide, preempt and explain without a cluster. ``run`` and ``explain`` talk to a
 modules (kopf, the API client) are imported only when they are used. ``config validate`` checks a
 KubeSchedulerConfiguration file the way ``run`` would, without a cluster.
 
-Bad input ends in one line on stderr, never a traceback. Exit codes: 0 success; 1 the command
-could not do its work at run time (the API server refused a request, the pod is not found, the
-health port is taken, leadership was lost); 2 the command line or a file it names is wrong
-(configuration, kubeconfig, scenario files).
+Bad input ends in one line on stderr, never a traceback; the exit codes are
+:mod:`kopf_scheduler.exit_codes`'s.
 """
 
 from __future__ import annotations
@@ -20,6 +18,7 @@ from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
+from kopf_scheduler import exit_codes
 from kopf_scheduler.config.errors import ConfigError
 from kopf_scheduler.config.kubeconfig import check_kubeconfig
 from kopf_scheduler.config.loader import LoadedConfig, check_config_file, default_config
@@ -32,9 +31,8 @@ from kopf_scheduler.sim.runner import Simulation
 from kopf_scheduler.sim.scenario import Scenario, ScenarioError, load_scenario
 from kopf_scheduler.version import VERSION
 
-EXIT_RUNTIME = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
+EXIT_RUNTIME = exit_codes.RUNTIME
+EXIT_USAGE = exit_codes.USAGE
 
 
 def bundled_demo() -> Path:
@@ -52,12 +50,18 @@ def _load_config(path: Path | None) -> LoadedConfig:
     return loaded
 
 
+def report_config_error(error: ConfigError) -> None:
+    """Every error of a refused file, one ``error:`` line each, on stderr."""
+    for each in error.errors:
+        print(f"error: {each}", file=sys.stderr)
+
+
 def _simulate(args: argparse.Namespace) -> int:
     configure_logging("warning", "console")
     try:
         config = _load_config(args.config).config
     except ConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
+        report_config_error(error)
         return EXIT_USAGE
     added: list[str] = []
     if args.from_cluster:
@@ -117,7 +121,7 @@ def _write_config(config_path: Path | None, target: Path) -> int:
     try:
         config = _load_config(config_path).config
     except ConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
+        report_config_error(error)
         return EXIT_USAGE
     try:
         target.write_text(config_yaml(config), encoding="utf-8")
@@ -158,7 +162,7 @@ def _validate_config(args: argparse.Namespace) -> int:
     try:
         loaded = _load_config(args.file)
     except ConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
+        report_config_error(error)
         return EXIT_USAGE
     names = ", ".join(profile.scheduler_name for profile in loaded.config.profiles)
     print(f"{args.file}: valid (profiles: {names})")
@@ -289,12 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    handler = args.handler
-    try:
-        code: int = handler(args)
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
-    return code
+    return exit_codes.run_command(lambda: int(args.handler(args)))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
+from kopf_scheduler import exit_codes
 from kopf_scheduler.config.errors import ConfigError
 from kopf_scheduler.config.kubeconfig import check_kubeconfig
 from kopf_scheduler.config.validation import (
@@ -32,8 +33,8 @@ from kopf_scheduler.service.explanations import ANNOTATION
 from kopf_scheduler.service.startup import describe
 from kopf_scheduler.sim.report import render_explanations
 
-EXIT_RUNTIME = 1
-EXIT_USAGE = 2
+EXIT_RUNTIME = exit_codes.RUNTIME
+EXIT_USAGE = exit_codes.USAGE
 
 
 def _is_string_list(value: Any) -> TypeGuard[list[str]]:
