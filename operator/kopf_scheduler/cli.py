@@ -1,4 +1,5 @@
-"""The ``kopf-scheduler`` command line: ``run``, ``simulate``, ``explain`` and ``config``.
+"""The ``kopf-scheduler`` command line: ``run``, ``simulate``, ``explain``, ``config`` and
+``completion`` (a bash or zsh script generated from this parser).
 
 ``simulate`` with no scenario runs the bundled preemption demo, so a newcomer sees the scheduler
 decide, preempt and explain without a cluster. ``run`` and ``explain`` talk to a cluster; their
@@ -19,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 
 from kopf_scheduler import exit_codes
+from kopf_scheduler.completion import add_completion_command
 from kopf_scheduler.config.errors import ConfigError
 from kopf_scheduler.config.kubeconfig import check_kubeconfig
 from kopf_scheduler.config.loader import LoadedConfig, check_config_file, default_config
@@ -56,7 +58,8 @@ def report_config_error(error: ConfigError) -> None:
         print(f"error: {each}", file=sys.stderr)
 
 
-def _simulate(args: argparse.Namespace) -> int:
+def simulate_command(args: argparse.Namespace) -> int:
+    """``simulate`` (and ``kubectl kopf-scheduler whatif``, which is ``--from-cluster``)."""
     configure_logging("warning", "console")
     try:
         config = _load_config(args.config).config
@@ -73,7 +76,9 @@ def _simulate(args: argparse.Namespace) -> int:
         from kopf_scheduler.service.startup import describe
 
         try:
-            check_kubeconfig(str(args.kubeconfig) if args.kubeconfig else None)
+            check_kubeconfig(
+                str(args.kubeconfig) if args.kubeconfig else None, context_name=args.context
+            )
             scenario, added = asyncio.run(_cluster_scenario(args, config))
         except (ScenarioError, ValueError, ClientConfigError) as error:
             print(f"error: {error}", file=sys.stderr)
@@ -109,7 +114,7 @@ async def _cluster_scenario(
     from kopf_scheduler.k8s.client import make_api
     from kopf_scheduler.service.whatif import cluster_scenario, named_plugins
 
-    api = await make_api(str(args.kubeconfig) if args.kubeconfig else None)
+    api = await make_api(str(args.kubeconfig) if args.kubeconfig else None, context=args.context)
     try:
         return await cluster_scenario(api, args.add, named_plugins(config))
     finally:
@@ -169,12 +174,19 @@ def _validate_config(args: argparse.Namespace) -> int:
     return 0
 
 
-def _explain(args: argparse.Namespace) -> int:
+def explain_command(args: argparse.Namespace) -> int:
+    """``explain`` (and ``kubectl kopf-scheduler explain``)."""
     configure_logging("warning", "console")
     from kopf_scheduler.service.explain_cli import explain
 
     return asyncio.run(
-        explain(args.pod, str(args.kubeconfig) if args.kubeconfig else None, args.output)
+        explain(
+            args.pod,
+            str(args.kubeconfig) if args.kubeconfig else None,
+            args.output,
+            namespace=args.namespace,
+            context=args.context,
+        )
     )
 
 
@@ -231,7 +243,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --from-cluster: pods to add (YAML/JSON); may be repeated",
     )
     simulate.add_argument("--kubeconfig", type=Path, help="with --from-cluster: the cluster")
-    simulate.set_defaults(handler=_simulate)
+    simulate.add_argument(
+        "--context", help="with --from-cluster: the kubeconfig context (default: the current one)"
+    )
+    simulate.set_defaults(handler=simulate_command)
 
     run = commands.add_parser("run", help="schedule pods in a cluster (the operator)")
     run.add_argument("--config", type=Path, help="a KubeSchedulerConfiguration file")
@@ -275,10 +290,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(handler=_run)
 
     explain = commands.add_parser("explain", help="show why a pod was (not) scheduled or preempted")
-    explain.add_argument("pod", help="NAMESPACE/NAME")
+    explain.add_argument("pod", help="NAME or NAMESPACE/NAME")
+    explain.add_argument(
+        "-n", "--namespace", help="the pod's namespace (default: the context's namespace)"
+    )
     explain.add_argument("--kubeconfig", type=Path)
-    explain.add_argument("--output", "-o", choices=["text", "json"], default="text")
-    explain.set_defaults(handler=_explain)
+    explain.add_argument("--context", help="the kubeconfig context (default: the current one)")
+    explain.add_argument("--output", "-o", choices=["text", "json", "yaml"], default="text")
+    explain.set_defaults(handler=explain_command)
 
     config = commands.add_parser("config", help="check a KubeSchedulerConfiguration file")
     config_commands = config.add_subparsers(dest="config_command", required=True)
@@ -288,6 +307,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     validate.add_argument("file", type=Path, metavar="FILE")
     validate.set_defaults(handler=_validate_config)
+
+    add_completion_command(commands, parser)
     return parser
 
 
