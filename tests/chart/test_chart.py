@@ -549,7 +549,9 @@ def test_extra_volumes_and_security_contexts_are_taken() -> None:
     spec = pod_spec(render(hardened))
     [container] = spec["containers"]
     assert spec["securityContext"]["fsGroup"] == 10001
-    assert "runAsUser" not in container["securityContext"]
+    assert container["securityContext"]["runAsUser"] == 10001
+    assert "privileged" not in container["securityContext"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert {"name": "plugin-data", "configMap": {"name": "plugin-data"}} in spec["volumes"]
     assert container["volumeMounts"][-1]["mountPath"] == "/etc/plugin-data"
 
