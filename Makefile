@@ -145,5 +145,13 @@ helm: $(STAMP)
 chart-test: helm
 	$(PY) -m pytest tests/chart
 
+## The chart's alert rules and dashboard queries read by Prometheus's own promtool (built from
+## its Go module into ~/.cache/kopf-scheduler when missing): `promtool check rules`, the unit
+## tests of every alert in tests/prometheus/alerts.test.yaml, every dashboard query parsed.
+.PHONY: promtool-test
+promtool-test: $(STAMP)
+	$(PY) -m e2e.localcluster promtool
+	$(PY) -m pytest tests/prometheus
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -2,12 +2,15 @@
 
 ``simulate --from-cluster`` must answer "who would be preempted?" from the live state while
 writing nothing: it runs here as an identity that can only read. ``explain`` must render the
-decision record the running scheduler stored on an unschedulable pod.
+decision record the running scheduler stored on an unschedulable pod. The kubectl plugin runs
+through the real kubectl, as an admin runs it.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -167,3 +170,53 @@ def test_explain_renders_the_stored_record(
             f"{name}: rejected by NodeResourcesFit (UnschedulableAndUnresolvable): Insufficient cpu"
             in result.stdout
         )
+
+
+def _plugin(kube: Kubectl, *args: str) -> subprocess.CompletedProcess[str]:
+    """``kubectl kopf-scheduler ARGS`` with the package's executables first on the PATH."""
+    assert kube.kubeconfig is not None
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    return subprocess.run(
+        [kube.binary, "kopf-scheduler", *args, "--kubeconfig", kube.kubeconfig],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PATH": path},
+    )
+
+
+def test_the_kubectl_plugin_lists_and_explains_a_pending_pod(
+    kube: Kubectl, env: TestEnv, schedulers: Schedulers
+) -> None:
+    env.create_nodes(2, cpu="1")
+    env.create(env.pod("too-big", cpu="3", priority_class="e2e-p10"))
+    env.wait_unschedulable("too-big")
+
+    pending = _plugin(kube, "pending", "-n", env.namespace, "-o", "json")
+    assert pending.returncode == 0, pending.stderr
+    [item] = json.loads(pending.stdout)["items"]
+    assert (item["name"], item["reason"]) == ("too-big", "Unschedulable")
+    # The pod is kept to this test's two nodes by affinity; the cluster's other nodes are turned
+    # away by that, these two by their cpu: the top reason is whichever turned away more.
+    [condition] = [
+        c for c in env.get_pod("too-big")["status"]["conditions"] if c["type"] == "PodScheduled"
+    ]
+    counts = {
+        reason: int(count)
+        for count, reason in re.findall(
+            r"(\d+) (Insufficient cpu|node\(s\) didn't match Pod's node affinity/selector)",
+            condition["message"].split(" preemption: ")[0],
+        )
+    }
+    assert counts["Insufficient cpu"] == 2
+    top = max(counts, key=lambda reason: counts[reason])
+    assert item["topReason"] == f"{counts[top]} {top}"
+
+    def explained() -> subprocess.CompletedProcess[str] | None:
+        done = _plugin(kube, "explain", "too-big", "-n", env.namespace)
+        return done if "rejected by NodeResourcesFit" in done.stdout else None
+
+    result = wait_until(explained, timeout=30, what="the explanation through kubectl")
+    for name in env.node_names:
+        assert f"{name}: rejected by NodeResourcesFit" in result.stdout

@@ -13,6 +13,8 @@ versions, so they are compiled from their Go modules:
 * kwok has no ``replace`` directives and installs with plain ``go install``.
 * helm (not part of the cluster: the chart tests use it) installs the same way, with the
   version ldflags of helm's own Makefile. ``ensure_helm`` builds it on its own.
+* promtool (not part of the cluster either: ``make promtool-test`` checks the chart's alert rules
+  and dashboard queries with it) installs with plain ``go install`` from Prometheus's module.
 * the kubelet (only for the optional real node, see ``realnode.py``) comes from the same
   wrapper module and flags as the other Kubernetes commands, so it matches them exactly;
   ``ensure_kubelet`` builds it on its own, because most runs never need it.
@@ -179,6 +181,12 @@ class _Builder:
                 ldflags += [f"-X {assumer}.k8sVersionMinor={minor}"]
             self._install(f"helm.sh/helm/v3/cmd/helm@{version}", target, ldflags)
 
+    def promtool(self, target: Path) -> None:
+        version = f"v{v.PROMETHEUS_MODULE_VERSION}"
+        with self.timed(f"promtool {version}"):
+            package = f"github.com/prometheus/prometheus/cmd/promtool@{version}"
+            self._install(package, target, ["-s", "-w"])
+
     def _helm_kube_version(self, module: str, cwd: Path) -> tuple[str, str]:
         """(major, minor) of Kubernetes for the k8s.io/client-go v0.<minor> that helm requires."""
         info = json.loads(self.go(["mod", "download", "-json", module], cwd))
@@ -343,6 +351,24 @@ def ensure_helm(log: TextIO | None = None) -> Path:
         if not os.access(target, os.X_OK):
             target.parent.mkdir(parents=True, exist_ok=True)
             _Builder(log or sys.stderr).helm(target)
+    return target
+
+
+def promtool_binary() -> Path:
+    return v.prometheus_bin_dir() / "promtool"
+
+
+def ensure_promtool(log: TextIO | None = None) -> Path:
+    """Build promtool when it is missing and return its path."""
+    target = promtool_binary()
+    if os.access(target, os.X_OK):
+        return target
+    if shutil.which("go") is None:
+        raise BuildError("`go` is not on PATH; it is needed to build promtool")
+    with _build_lock():
+        if not os.access(target, os.X_OK):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _Builder(log or sys.stderr).promtool(target)
     return target
 
 

@@ -27,6 +27,9 @@ KUBERNETES_VERSION = "1.34.10"
 ETCD_VERSION = "3.6.16"
 KWOK_VERSION = "0.7.0"
 HELM_VERSION = "3.22.0"
+# Prometheus 3.16.0: its Go module numbers release 3.x.y as v0.3xx.y. Only promtool is built
+# (`make promtool-test` checks and unit-tests the chart's alert rules and dashboard queries).
+PROMETHEUS_MODULE_VERSION = "0.316.0"
 
 # The 31 staging modules that k8s.io/kubernetes replaces with ./staging/src/k8s.io/<name>.
 # The wrapper module maps each of them to the published v0.<minor>.<patch> instead.
@@ -96,6 +99,10 @@ def kwok_bin_dir() -> Path:
 
 def helm_bin_dir() -> Path:
     return cache_root() / "bin" / f"helm-v{HELM_VERSION}"
+
+
+def prometheus_bin_dir() -> Path:
+    return cache_root() / "bin" / f"prometheus-v{PROMETHEUS_MODULE_VERSION}"
 
 
 def k8s_staging_version() -> str:

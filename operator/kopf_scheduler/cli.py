@@ -1,14 +1,13 @@
-"""The ``kopf-scheduler`` command line: run, simulate, capacity, explain and config.
+"""The ``kopf-scheduler`` command line: ``run``, ``simulate``, ``capacity``, ``explain``,
+``config`` and ``completion`` (a bash or zsh script generated from this parser).
 
 ``simulate`` with no scenario runs the bundled preemption demo, so a newcomer sees the scheduler
 decide, preempt and explain without a cluster. ``run`` and ``explain`` talk to a cluster; their
 modules (kopf, the API client) are imported only when they are used. ``config validate`` checks a
 KubeSchedulerConfiguration file the way ``run`` would, without a cluster.
 
-Bad input ends in one line on stderr, never a traceback. Exit codes: 0 success; 1 the command
-could not do its work at run time (the API server refused a request, the pod is not found, the
-health port is taken, leadership was lost); 2 the command line or a file it names is wrong
-(configuration, kubeconfig, scenario files).
+Bad input ends in one line on stderr, never a traceback; the exit codes are
+:mod:`kopf_scheduler.exit_codes`'s.
 """
 
 from __future__ import annotations
@@ -20,6 +19,8 @@ from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
+from kopf_scheduler import exit_codes
+from kopf_scheduler.completion import add_completion_command
 from kopf_scheduler.config.errors import ConfigError
 from kopf_scheduler.config.kubeconfig import check_kubeconfig
 from kopf_scheduler.config.loader import LoadedConfig, check_config_file, default_config
@@ -32,9 +33,8 @@ from kopf_scheduler.sim.runner import Simulation
 from kopf_scheduler.sim.scenario import Scenario, ScenarioError, load_scenario
 from kopf_scheduler.version import VERSION
 
-EXIT_RUNTIME = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
+EXIT_RUNTIME = exit_codes.RUNTIME
+EXIT_USAGE = exit_codes.USAGE
 
 
 def bundled_demo() -> Path:
@@ -52,8 +52,15 @@ def _load_config(path: Path | None) -> LoadedConfig:
     return loaded
 
 
-def _simulate(args: argparse.Namespace) -> int:
-    if args.compare_config:
+def report_config_error(error: ConfigError) -> None:
+    """Every error of a refused file, one ``error:`` line each, on stderr."""
+    for each in error.errors:
+        print(f"error: {each}", file=sys.stderr)
+
+
+def simulate_command(args: argparse.Namespace) -> int:
+    """``simulate`` (and ``kubectl kopf-scheduler whatif``, which is ``--from-cluster``)."""
+    if getattr(args, "compare_config", None):
         from kopf_scheduler.compare_cli import compare_configs
 
         return compare_configs(args)
@@ -61,7 +68,7 @@ def _simulate(args: argparse.Namespace) -> int:
     try:
         config = _load_config(args.config).config
     except ConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
+        report_config_error(error)
         return EXIT_USAGE
     added: list[str] = []
     if args.from_cluster:
@@ -73,7 +80,9 @@ def _simulate(args: argparse.Namespace) -> int:
         from kopf_scheduler.service.startup import describe
 
         try:
-            check_kubeconfig(str(args.kubeconfig) if args.kubeconfig else None)
+            check_kubeconfig(
+                str(args.kubeconfig) if args.kubeconfig else None, context_name=args.context
+            )
             scenario, added = asyncio.run(_cluster_scenario(args, config))
         except (ScenarioError, ValueError, ClientConfigError) as error:
             print(f"error: {error}", file=sys.stderr)
@@ -109,7 +118,7 @@ async def _cluster_scenario(
     from kopf_scheduler.k8s.client import make_api
     from kopf_scheduler.service.whatif import cluster_scenario, named_plugins
 
-    api = await make_api(str(args.kubeconfig) if args.kubeconfig else None)
+    api = await make_api(str(args.kubeconfig) if args.kubeconfig else None, context=args.context)
     try:
         return await cluster_scenario(api, args.add, named_plugins(config))
     finally:
@@ -121,7 +130,7 @@ def _write_config(config_path: Path | None, target: Path) -> int:
     try:
         config = _load_config(config_path).config
     except ConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
+        report_config_error(error)
         return EXIT_USAGE
     try:
         target.write_text(config_yaml(config), encoding="utf-8")
@@ -162,19 +171,26 @@ def _validate_config(args: argparse.Namespace) -> int:
     try:
         loaded = _load_config(args.file)
     except ConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
+        report_config_error(error)
         return EXIT_USAGE
     names = ", ".join(profile.scheduler_name for profile in loaded.config.profiles)
     print(f"{args.file}: valid (profiles: {names})")
     return 0
 
 
-def _explain(args: argparse.Namespace) -> int:
+def explain_command(args: argparse.Namespace) -> int:
+    """``explain`` (and ``kubectl kopf-scheduler explain``)."""
     configure_logging("warning", "console")
     from kopf_scheduler.service.explain_cli import explain
 
     return asyncio.run(
-        explain(args.pod, str(args.kubeconfig) if args.kubeconfig else None, args.output)
+        explain(
+            args.pod,
+            str(args.kubeconfig) if args.kubeconfig else None,
+            args.output,
+            namespace=args.namespace,
+            context=args.context,
+        )
     )
 
 
@@ -232,13 +248,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     simulate.add_argument("--kubeconfig", type=Path, help="with --from-cluster: the cluster")
     simulate.add_argument(
+        "--context", help="with --from-cluster: the kubeconfig context (default: the current one)"
+    )
+    simulate.add_argument(
         "--compare-config",
         nargs=2,
         type=Path,
         metavar=("A", "B"),
         help="run under two configurations and report what differs (exit 3 when decisions do)",
     )
-    simulate.set_defaults(handler=_simulate)
+    simulate.set_defaults(handler=simulate_command)
 
     from kopf_scheduler.capacity_cli import add_capacity_command
 
@@ -286,10 +305,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(handler=_run)
 
     explain = commands.add_parser("explain", help="show why a pod was (not) scheduled or preempted")
-    explain.add_argument("pod", help="NAMESPACE/NAME")
+    explain.add_argument("pod", help="NAME or NAMESPACE/NAME")
+    explain.add_argument(
+        "-n", "--namespace", help="the pod's namespace (default: the context's namespace)"
+    )
     explain.add_argument("--kubeconfig", type=Path)
-    explain.add_argument("--output", "-o", choices=["text", "json"], default="text")
-    explain.set_defaults(handler=_explain)
+    explain.add_argument("--context", help="the kubeconfig context (default: the current one)")
+    explain.add_argument("--output", "-o", choices=["text", "json", "yaml"], default="text")
+    explain.set_defaults(handler=explain_command)
 
     config = commands.add_parser("config", help="check a KubeSchedulerConfiguration file")
     config_commands = config.add_subparsers(dest="config_command", required=True)
@@ -299,17 +322,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     validate.add_argument("file", type=Path, metavar="FILE")
     validate.set_defaults(handler=_validate_config)
+
+    add_completion_command(commands, parser)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    handler = args.handler
-    try:
-        code: int = handler(args)
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
-    return code
+    return exit_codes.run_command(lambda: int(args.handler(args)))
 
 
 if __name__ == "__main__":

@@ -138,8 +138,9 @@ def render(case: Case, overrides: Mapping[str, Any] | None = None) -> dict[tuple
     return {(o["kind"], o["metadata"]["name"]): o for o in objects}
 
 
-METRICS_RBAC_SUFFIXES = ("-auth-delegator", "-metrics-reader")
-"""Name endings of the secure /metrics port's RBAC (templates/metrics-rbac.yaml)."""
+METRICS_RBAC_SUFFIXES = ("-auth-delegator", "-metrics-reader", "-metrics-scraper")
+"""Name endings of the secure /metrics port's RBAC (templates/metrics-rbac.yaml) and of the
+ServiceMonitor's scraper account (templates/metrics-scraper.yaml)."""
 
 
 def one(objects: Mapping[tuple[str, str], Obj], kind: str) -> Obj:

@@ -19,6 +19,7 @@ import yaml
 from kopf_scheduler.config.loader import parse_config
 from kopf_scheduler.config.types import SchedulerConfig
 from tests.chart.helm import (
+    CASES,
     CHART,
     Case,
     Obj,
@@ -395,6 +396,8 @@ def test_opt_in_objects_are_absent_by_default() -> None:
         "Deployment",
         "Service",
         "PodDisruptionBudget",
+        "ResourceQuota",  # admits system-cluster-critical outside kube-system
+        "Pod",  # the helm test hook
     }
 
 
@@ -499,3 +502,108 @@ def test_opt_ins_without_their_file_fail_with_a_clear_message(
     result = template_result(DEFAULT, overrides, chart=copy)
     assert result.returncode != 0
     assert message in result.stderr
+
+
+def test_a_resource_quota_admits_the_critical_class_outside_kube_system() -> None:
+    objects = render(DEFAULT)
+    quota = one(objects, "ResourceQuota")
+    assert quota["spec"] == {
+        "hard": {"pods": "3"},
+        "scopeSelector": {
+            "matchExpressions": [
+                {
+                    "scopeName": "PriorityClass",
+                    "operator": "In",
+                    "values": ["system-cluster-critical"],
+                }
+            ]
+        },
+    }
+    assert pod_spec(objects)["priorityClassName"] == "system-cluster-critical"
+    kube_system = next(case for case in CASES if case.namespace == "kube-system")
+    assert not [k for k, _ in render(kube_system) if k == "ResourceQuota"]
+    for overrides in (
+        {"scheduler": {"priorityClassQuota": False}},
+        {"scheduler": {"priorityClassName": "my-class"}},
+    ):
+        assert not [k for k, _ in render(DEFAULT, overrides) if k == "ResourceQuota"]
+
+
+def test_a_serving_certificate_secret_is_mounted_and_served() -> None:
+    objects = render(DEFAULT, {"scheduler": {"tls": {"secretName": "serving"}}})
+    spec = pod_spec(objects)
+    [container] = spec["containers"]
+    args = container["args"]
+    assert args[args.index("--tls-cert-file") + 1] == "/etc/kopf-scheduler/tls/tls.crt"
+    assert args[args.index("--tls-private-key-file") + 1] == "/etc/kopf-scheduler/tls/tls.key"
+    assert {"name": "tls", "secret": {"secretName": "serving"}} in spec["volumes"]
+    assert {
+        "name": "tls",
+        "mountPath": "/etc/kopf-scheduler/tls",
+        "readOnly": True,
+    } in container["volumeMounts"]
+
+
+def test_extra_volumes_and_security_contexts_are_taken() -> None:
+    hardened = next(case for case in CASES if case.name == "hardened")
+    spec = pod_spec(render(hardened))
+    [container] = spec["containers"]
+    assert spec["securityContext"]["fsGroup"] == 10001
+    assert container["securityContext"]["runAsUser"] == 10001
+    assert "privileged" not in container["securityContext"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert {"name": "plugin-data", "configMap": {"name": "plugin-data"}} in spec["volumes"]
+    assert container["volumeMounts"][-1]["mountPath"] == "/etc/plugin-data"
+
+
+def test_the_service_monitor_verifies_the_serving_certificate_and_sends_its_own_token() -> None:
+    monitoring = next(case for case in CASES if case.name == "monitoring")
+    objects = render(monitoring)
+    [endpoint] = one(objects, "ServiceMonitor")["spec"]["endpoints"]
+    assert "bearerTokenFile" not in endpoint
+    assert endpoint["tlsConfig"] == {
+        "ca": {"secret": {"name": "kopf-scheduler-serving", "key": "ca.crt"}},
+        "serverName": "kopf-scheduler-metrics.kopf-scheduler.svc",
+    }
+    scraper = "kopf-scheduler-metrics-scraper"
+    assert endpoint["authorization"] == {
+        "type": "Bearer",
+        "credentials": {"name": scraper, "key": "token"},
+    }
+    secret = objects[("Secret", scraper)]
+    assert secret["type"] == "kubernetes.io/service-account-token"
+    assert secret["metadata"]["annotations"] == {"kubernetes.io/service-account.name": scraper}
+    assert ("ServiceAccount", scraper) in objects
+    binding = objects[("ClusterRoleBinding", scraper)]
+    assert binding["roleRef"]["name"] == "kopf-scheduler-metrics-reader"
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": scraper, "namespace": "kopf-scheduler"}
+    ]
+
+
+def test_the_service_monitor_takes_credentials_and_tls_of_its_own() -> None:
+    hardened = next(case for case in CASES if case.name == "hardened")
+    objects = render(hardened)
+    [endpoint] = one(objects, "ServiceMonitor")["spec"]["endpoints"]
+    assert endpoint["authorization"] == hardened.values()["serviceMonitor"]["authorization"]
+    assert endpoint["tlsConfig"] == hardened.values()["serviceMonitor"]["tlsConfig"]
+    assert not [name for kind, name in objects if name.endswith("-metrics-scraper")]
+
+
+def test_a_service_monitor_without_a_way_to_verify_the_certificate_is_refused() -> None:
+    result = template_result(DEFAULT, {"serviceMonitor": {"enabled": True}})
+    assert result.returncode != 0
+    assert "serviceMonitor: set scheduler.tls.secretName" in result.stderr
+    insecure = {"serviceMonitor": {"enabled": True, "tlsConfig": {"insecureSkipVerify": True}}}
+    [endpoint] = one(render(DEFAULT, insecure), "ServiceMonitor")["spec"]["endpoints"]
+    assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}
+
+
+def test_helm_test_is_a_pod_for_this_scheduler() -> None:
+    kube_system = next(case for case in CASES if case.namespace == "kube-system")
+    objects = render(kube_system)
+    test_pod = objects[("Pod", "my-scheduler-kopf-scheduler-test")]
+    assert test_pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    assert test_pod["spec"]["schedulerName"] == "my-scheduler"
+    assert test_pod["spec"]["restartPolicy"] == "Never"
+    assert not [k for k, _ in render(DEFAULT, {"test": {"enabled": False}}) if k == "Pod"]

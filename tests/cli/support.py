@@ -3,12 +3,15 @@ what it prints, which for bad input must be one line and never a traceback."""
 
 from __future__ import annotations
 
+import contextlib
+import http.server
+import json
 import os
 import queue
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -134,3 +137,40 @@ class AuditedApi:
     def __getattr__(self, name: str) -> Any:
         self.requests.append(name)
         raise AssertionError(f"capacity used the API for {name!r}")
+
+
+class _Refusing(http.server.BaseHTTPRequestHandler):
+    """Answers every request 403 Forbidden with a Status, as an API server denying RBAC does."""
+
+    def do_GET(self) -> None:
+        body = json.dumps(
+            {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "status": "Failure",
+                "message": f'forbidden: cannot get path "{self.path}"',
+                "reason": "Forbidden",
+                "code": 403,
+            }
+        ).encode()
+        self.send_response(403)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet: the tests read the command's output, not the server's."""
+
+
+@contextlib.contextmanager
+def refusing_api_server() -> Iterator[str]:
+    """The URL of an HTTP server, in a thread, that answers every request 403."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

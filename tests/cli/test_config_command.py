@@ -135,3 +135,41 @@ def test_write_config_to_refuses_a_bad_config(tmp_path: Path) -> None:
     )
     assert_one_line_error(outcome, 2, f"{config}: parallelism: must be at least 1, got 0")
     assert not target.exists()
+
+
+def test_every_error_is_reported_at_once_with_the_name_likely_meant(tmp_path: Path) -> None:
+    path = text(
+        HEADER
+        + "percentageOfNodeToScore: 50\n"
+        + "profiles:\n"
+        + "- schedulerName: a\n"
+        + "  plugins:\n"
+        + "    score:\n"
+        + "      enabled:\n"
+        + "      - name: NodeResourceFit\n"
+        + "      - name: NoSuchPluginAtAll\n"
+        + "  pluginConfig:\n"
+        + "  - name: NodeResourcesFit\n"
+        + "    args: {scoringStrateg: {}}\n"
+        + "- schedulername: b\n"
+        + "leaderElection: {leaseDuration: 10}\n"
+    )(tmp_path)
+    outcome = validate(path, tmp_path)
+    assert outcome.code == 2
+    assert outcome.stdout == ""
+    assert "Traceback" not in outcome.stderr
+    assert sorted(outcome.error_lines) == sorted(
+        f"error: {path}: {line}"
+        for line in [
+            "percentageOfNodeToScore: unknown field; did you mean 'percentageOfNodesToScore'?",
+            "profiles[1].schedulername: unknown field; did you mean 'schedulerName'?",
+            "profiles[0].pluginConfig[0].args.scoringStrateg: unknown field; "
+            "did you mean 'scoringStrategy'?",
+            "profiles[0].plugins.score.enabled[0].name: unknown plugin 'NodeResourceFit'; "
+            "did you mean 'NodeResourcesFit'?",
+            "profiles[0].plugins.score.enabled[1].name: unknown plugin 'NoSuchPluginAtAll' "
+            "(neither in-tree nor installed: an out-of-tree plugin's distribution declares it "
+            "as an entry point in the group kopf_scheduler.plugins)",
+            "leaderElection.leaseDuration: must be a duration such as '15s', got 10",
+        ]
+    )

@@ -185,13 +185,13 @@ def test_plugin_args_reach_the_plugin() -> None:
         ),
         pytest.param(
             cfg(profiles=[{"plugins": {"filter": {"enabled": [{"name": "Nope"}]}}}]),
-            "profiles[0].plugins",
+            "profiles[0].plugins.filter.enabled[0].name",
             "unknown plugin 'Nope'",
             id="unknown-plugin",
         ),
         pytest.param(
             cfg(profiles=[{"plugins": {"filter": {"enabled": [{"name": "EBSLimits"}]}}}]),
-            "profiles[0].plugins",
+            "profiles[0].plugins.filter.enabled[0].name",
             "not supported",
             id="in-tree-volume-limits-plugin",
         ),

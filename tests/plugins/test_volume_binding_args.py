@@ -68,7 +68,12 @@ def test_valid(raw: Any, timeout: int) -> None:
             "StorageCapacityScoring",
             id="empty-shape-without-gate",
         ),
-        pytest.param({"bindTimeout": 5}, "args.bindTimeout", "unknown field", id="unknown-field"),
+        pytest.param(
+            {"bindTimeout": 5},
+            "args.bindTimeout",
+            "unknown field; did you mean 'bindTimeoutSeconds'?",
+            id="unknown-field",
+        ),
         pytest.param([], "args", "must be an object, got []", id="not-an-object"),
     ],
 )

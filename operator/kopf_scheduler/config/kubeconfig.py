@@ -6,6 +6,9 @@ reads the same files the library will read, the same way (``$KUBECONFIG`` may li
 missing ones are skipped; the first definition of a name wins, the last ``current-context``
 wins), and names the file and what is wrong with it. In a pod with no kubeconfig given, the
 service account is used and there is nothing here to check.
+
+The check also answers what kubectl's commands need of the kubeconfig: the namespace of the
+context in use (``--context``, else ``current-context``), their default namespace.
 """
 
 from __future__ import annotations
@@ -17,6 +20,10 @@ from typing import Any
 
 from kopf_scheduler.config.documents import DocumentError, decode_utf8, load_yaml
 from kopf_scheduler.config.errors import ConfigError
+
+DEFAULT_NAMESPACE = "default"
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+"""Where a pod reads its own namespace, kubectl's default namespace inside a pod."""
 
 _FILE_FIELDS = {
     "clusters": ("certificate-authority",),
@@ -108,29 +115,45 @@ def _check_files(section: str, name: str, body: Mapping[str, Any], path: str) ->
             )
 
 
-def check_kubeconfig(explicit: str | None, environ: Mapping[str, str] | None = None) -> None:
-    """Raise :class:`ConfigError` naming the problem of the kubeconfig the client would use."""
+def _service_account_namespace() -> str:
+    try:
+        return SERVICE_ACCOUNT_NAMESPACE.read_text(encoding="utf-8").strip() or DEFAULT_NAMESPACE
+    except OSError:
+        return DEFAULT_NAMESPACE
+
+
+def check_kubeconfig(
+    explicit: str | None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    context_name: str | None = None,
+) -> str:
+    """Raise :class:`ConfigError` naming the problem of the kubeconfig the client would use.
+
+    ``context_name`` chooses a context instead of ``current-context``, as ``--context`` does.
+    Returns the namespace of the context in use (``default`` when it names none; in a pod without
+    a kubeconfig, the pod's own namespace).
+    """
     paths = kubeconfig_paths(explicit, os.environ if environ is None else environ)
     if paths is None:
-        return
+        return _service_account_namespace()
     hint = "" if explicit else " (give --kubeconfig, or set KUBECONFIG)"
     merged = _Merged(paths, hint)
     if not merged.files:
         raise ConfigError("", f"none of the files exists{hint}", f"kubeconfig {', '.join(paths)}")
     source = f"kubeconfig {', '.join(merged.files)}"
-    if not merged.current_context:
+    chosen = context_name or merged.current_context
+    if not chosen:
         raise ConfigError("", "no current-context is set", source)
-    found = merged.find("contexts", merged.current_context)
+    found = merged.find("contexts", chosen)
     if found is None:
         defined = ", ".join(sorted(merged.entries["contexts"])) or "none"
+        what = "context" if context_name else "current-context"
         raise ConfigError(
-            "",
-            f"current-context {merged.current_context!r} is not among the contexts "
-            f"(defined: {defined})",
-            source,
+            "", f"{what} {chosen!r} is not among the contexts (defined: {defined})", source
         )
     context = _body(found[0], "context")
-    where = f"context {merged.current_context!r}"
+    where = f"context {chosen!r}"
     cluster_name = context.get("cluster")
     if not isinstance(cluster_name, str) or not cluster_name:
         raise ConfigError(where, "names no cluster", source)
@@ -148,3 +171,5 @@ def check_kubeconfig(explicit: str | None, environ: Mapping[str, str] | None = N
         if user is None:
             raise ConfigError(where, f"names user {user_name!r}, which is not defined", source)
         _check_files("users", user_name, _body(user[0], "user"), user[1])
+    namespace = context.get("namespace")
+    return namespace if isinstance(namespace, str) and namespace else DEFAULT_NAMESPACE

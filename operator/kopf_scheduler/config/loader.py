@@ -21,7 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from kopf_scheduler.config.documents import DocumentError, decode_utf8, load_yaml
-from kopf_scheduler.config.errors import ConfigError, ConfigWarning
+from kopf_scheduler.config.errors import (
+    ConfigError,
+    ConfigListError,
+    ConfigWarning,
+    ErrorCollector,
+)
 from kopf_scheduler.config.types import (
     DEFAULT_SCHEDULER_NAME,
     EXTENSION_POINT_NAMES,
@@ -45,6 +50,7 @@ from kopf_scheduler.config.validation import (
     shown,
 )
 from kopf_scheduler.model.duration import go_duration_seconds
+from kopf_scheduler.spelling import did_you_mean
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
@@ -101,11 +107,17 @@ def _mapping(value: Any, field: str) -> Mapping[str, Any]:
 
 
 def _check_fields(raw: Mapping[str, Any], allowed: set[str], field: str) -> None:
+    """Every key of ``raw`` not in ``allowed`` is an error, with the field likely meant."""
+    unknown: list[ConfigError] = []
     for key in raw:
         if key not in allowed:
             path = field_path(field, key)
             hint = _NOT_IN_V1.get(key) if not field else None
-            raise ConfigError(path, f"unknown field; {hint}" if hint else "unknown field")
+            suggestion = f"; {hint}" if hint else did_you_mean(key, allowed)
+            reason = f"unknown field{suggestion}"
+            unknown.append(ConfigError(path, reason))
+    if unknown:
+        raise ConfigListError(unknown)
 
 
 def _int(
@@ -160,56 +172,80 @@ def parse_duration(value: Any, field: str) -> float:
 def _plugin_set(raw: Any, field: str) -> PluginSet:
     raw = _mapping(raw, field)
     _check_fields(raw, {"enabled", "disabled"}, field)
+    errors = ErrorCollector()
     lists: dict[str, tuple[PluginRef, ...]] = {}
     for kind in ("enabled", "disabled"):
         entries = raw.get(kind) or []
         if not LIST.accepts(entries):
-            raise ConfigError(f"{field}.{kind}", f"must be {LIST.name}")
+            errors.add(ConfigError(f"{field}.{kind}", f"must be {LIST.name}"))
+            continue
         refs = []
         for index, entry in enumerate(entries):
-            path = f"{field}.{kind}[{index}]"
-            ref = _mapping(entry, path)
-            _check_fields(ref, {"name", "weight"}, path)
-            name = ref.get("name")
-            if not isinstance(name, str) or not name:
-                raise ConfigError(f"{path}.name", "must be a non-empty string")
-            weight = _int(ref, "weight", path, 0, low=0, high=100)
-            assert weight is not None
-            refs.append(PluginRef(name, weight))
+            with errors.collecting():
+                refs.append(_plugin_ref(entry, f"{field}.{kind}[{index}]"))
         lists[kind] = tuple(refs)
+    errors.raise_any()
     return PluginSet(lists["enabled"], lists["disabled"])
 
 
+def _plugin_ref(entry: Any, path: str) -> PluginRef:
+    ref = _mapping(entry, path)
+    _check_fields(ref, {"name", "weight"}, path)
+    name = ref.get("name")
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{path}.name", "must be a non-empty string")
+    weight = _int(ref, "weight", path, 0, low=0, high=100)
+    assert weight is not None
+    return PluginRef(name, weight)
+
+
 def _profile(raw: Any, field: str) -> Profile:
+    """One profile; the errors of its fields, extension points and pluginConfig come together."""
     raw = _mapping(raw, field)
-    _check_fields(
-        raw, {"schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig"}, field
-    )
-    name = _str(raw, "schedulerName", field, DEFAULT_SCHEDULER_NAME)
-    if not name:
-        raise ConfigError(f"{field}.schedulerName", "must not be empty")
-    percentage = _int(raw, "percentageOfNodesToScore", field, None, low=0, high=100)
-    plugins_raw = _mapping(raw.get("plugins"), f"{field}.plugins")
-    _check_fields(plugins_raw, set(EXTENSION_POINT_NAMES), f"{field}.plugins")
-    plugins = {
-        point: _plugin_set(value, f"{field}.plugins.{point}")
-        for point, value in plugins_raw.items()
-    }
+    errors = ErrorCollector()
+    with errors.collecting():
+        _check_fields(
+            raw, {"schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig"}, field
+        )
+    name = DEFAULT_SCHEDULER_NAME
+    with errors.collecting():
+        name = _str(raw, "schedulerName", field, DEFAULT_SCHEDULER_NAME)
+        if not name:
+            raise ConfigError(f"{field}.schedulerName", "must not be empty")
+    percentage = None
+    with errors.collecting():
+        percentage = _int(raw, "percentageOfNodesToScore", field, None, low=0, high=100)
+    plugins: dict[str, PluginSet] = {}
+    with errors.collecting():
+        plugins_raw = _mapping(raw.get("plugins"), f"{field}.plugins")
+        with errors.collecting():
+            _check_fields(plugins_raw, set(EXTENSION_POINT_NAMES), f"{field}.plugins")
+        for point, value in plugins_raw.items():
+            if point in EXTENSION_POINT_NAMES:
+                with errors.collecting():
+                    plugins[point] = _plugin_set(value, f"{field}.plugins.{point}")
     configs: dict[str, Mapping[str, Any]] = {}
     entries = raw.get("pluginConfig") or []
     if not LIST.accepts(entries):
-        raise ConfigError(f"{field}.pluginConfig", f"must be {LIST.name}")
+        errors.add(ConfigError(f"{field}.pluginConfig", f"must be {LIST.name}"))
+        entries = []
     for index, entry in enumerate(entries):
-        path = f"{field}.pluginConfig[{index}]"
-        item = _mapping(entry, path)
-        _check_fields(item, {"name", "args"}, path)
-        plugin = item.get("name")
-        if not isinstance(plugin, str) or not plugin:
-            raise ConfigError(f"{path}.name", "must be a non-empty string")
-        if plugin in configs:
-            raise ConfigError(f"{path}.name", f"duplicate pluginConfig for plugin {plugin!r}")
-        configs[plugin] = _mapping(item.get("args"), f"{path}.args")
+        with errors.collecting():
+            plugin, args = _plugin_config(entry, f"{field}.pluginConfig[{index}]", configs)
+            configs[plugin] = args
+    errors.raise_any()
     return Profile(name, percentage, plugins, configs)
+
+
+def _plugin_config(entry: Any, path: str, seen: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+    item = _mapping(entry, path)
+    _check_fields(item, {"name", "args"}, path)
+    plugin = item.get("name")
+    if not isinstance(plugin, str) or not plugin:
+        raise ConfigError(f"{path}.name", "must be a non-empty string")
+    if plugin in seen:
+        raise ConfigError(f"{path}.name", f"duplicate pluginConfig for plugin {plugin!r}")
+    return plugin, _mapping(item.get("args"), f"{path}.args")
 
 
 def _leader_election(raw: Any) -> LeaderElection:
@@ -382,34 +418,89 @@ def _extensions(raw: Any) -> Extensions:
 def check_config(raw: Any) -> LoadedConfig:
     """Parse and validate a configuration object; raise ConfigError naming the field.
 
-    The result carries the warnings about fields that are set but have no effect here.
+    The result carries the warnings about fields that are set but have no effect here. Every
+    error found is raised at once (:class:`ConfigListError` when there are several).
     """
-    from kopf_scheduler.config.profiles import validate_profiles
 
     if raw is None:
         raise ConfigError("", f"the configuration is empty; it needs apiVersion {API_VERSION}")
     raw = _mapping(raw, "")
+    errors = ErrorCollector()
     api_version = raw.get("apiVersion")
     if api_version != API_VERSION:
-        raise ConfigError("apiVersion", f"must be {API_VERSION!r}, got {shown(api_version)}")
+        errors.add(ConfigError("apiVersion", f"must be {API_VERSION!r}, got {shown(api_version)}"))
     if raw.get("kind") != KIND:
-        raise ConfigError("kind", f"must be {KIND!r}, got {shown(raw.get('kind'))}")
-    _check_fields(raw, _TOP_LEVEL, "")
+        errors.add(ConfigError("kind", f"must be {KIND!r}, got {shown(raw.get('kind'))}"))
+    errors.raise_any()  # another kind of document: its fields are not worth listing
+    with errors.collecting():
+        _check_fields(raw, _TOP_LEVEL, "")
     warnings: list[ConfigWarning] = []
-    _unsupported_fields(raw, warnings)
-    parallelism = _parallelism(raw, warnings)
-    profiles_raw = raw.get("profiles")
-    if profiles_raw is None:
-        profiles: tuple[Profile, ...] = (Profile(),)
-    else:
-        if not isinstance(profiles_raw, list) or not profiles_raw:
-            raise ConfigError("profiles", "must be a non-empty list")
-        profiles = tuple(_profile(p, f"profiles[{i}]") for i, p in enumerate(profiles_raw))
+    with errors.collecting():
+        _unsupported_fields(raw, warnings)
+    parallelism = DEFAULT_PARALLELISM
+    with errors.collecting():
+        parallelism = _parallelism(raw, warnings)
+    profiles = _profiles(raw.get("profiles"), errors, warnings)
+    percentage = initial = maximum = None
+    with errors.collecting():
+        percentage = _int(raw, "percentageOfNodesToScore", "", None, low=0, high=100)
+    with errors.collecting():
+        initial = _int(raw, "podInitialBackoffSeconds", "", 1, low=1, high=INT64_MAX)
+    with errors.collecting():
+        maximum = _int(raw, "podMaxBackoffSeconds", "", 10, low=1, high=INT64_MAX)
+    if initial is not None and maximum is not None and maximum < initial:
+        errors.add(
+            ConfigError(
+                "podMaxBackoffSeconds",
+                f"must be greater than or equal to podInitialBackoffSeconds ({initial})",
+            )
+        )
+    leader_election = LeaderElection()
+    with errors.collecting():
+        leader_election = _leader_election(raw.get("leaderElection"))
+    client_connection = ClientConnection()
+    with errors.collecting():
+        client_connection = _client_connection(raw.get("clientConnection"), warnings)
+    extensions = Extensions()
+    with errors.collecting():
+        extensions = _extensions(raw.get("kopfScheduler"))
+    errors.raise_any()
+    assert initial is not None and maximum is not None
+    config = SchedulerConfig(
+        profiles=profiles,
+        percentage_of_nodes_to_score=percentage,
+        pod_initial_backoff_seconds=float(initial),
+        pod_max_backoff_seconds=float(maximum),
+        parallelism=parallelism,
+        leader_election=leader_election,
+        client_connection=client_connection,
+        extensions=extensions,
+    )
+    return LoadedConfig(config, tuple(warnings))
+
+
+def _profiles(
+    raw: Any, errors: ErrorCollector, warnings: list[ConfigWarning]
+) -> tuple[Profile, ...]:
+    """The profiles; each one's errors are kept in ``errors``, and the plugins of each profile
+    that could be read are then built (which finds unknown plugins and bad plugin args)."""
+    from kopf_scheduler.config.profiles import validate_profiles
+
+    if raw is not None and (not isinstance(raw, list) or not raw):
+        errors.add(ConfigError("profiles", "must be a non-empty list"))
+        return (Profile(),)
+    profiles: dict[int, Profile] = {}
+    for index, entry in enumerate(raw if raw is not None else [{}]):
+        with errors.collecting():
+            profiles[index] = _profile(entry, f"profiles[{index}]")
     seen: set[str] = set()
-    for index, profile in enumerate(profiles):
+    for index, profile in profiles.items():
         if profile.scheduler_name in seen:
-            raise ConfigError(
-                f"profiles[{index}].schedulerName", f"duplicate profile {profile.scheduler_name!r}"
+            errors.add(
+                ConfigError(
+                    f"profiles[{index}].schedulerName",
+                    f"duplicate profile {profile.scheduler_name!r}",
+                )
             )
         seen.add(profile.scheduler_name)
         if profile.scheduler_name == UPSTREAM_DEFAULT_SCHEDULER:
@@ -420,27 +511,9 @@ def check_config(raw: Any) -> LoadedConfig:
                     "runs too, both schedulers take the same pods and bind them independently",
                 )
             )
-    percentage = _int(raw, "percentageOfNodesToScore", "", None, low=0, high=100)
-    initial = _int(raw, "podInitialBackoffSeconds", "", 1, low=1, high=INT64_MAX)
-    maximum = _int(raw, "podMaxBackoffSeconds", "", 10, low=1, high=INT64_MAX)
-    assert initial is not None and maximum is not None
-    if maximum < initial:
-        raise ConfigError(
-            "podMaxBackoffSeconds",
-            f"must be greater than or equal to podInitialBackoffSeconds ({initial})",
-        )
-    config = SchedulerConfig(
-        profiles=profiles,
-        percentage_of_nodes_to_score=percentage,
-        pod_initial_backoff_seconds=float(initial),
-        pod_max_backoff_seconds=float(maximum),
-        parallelism=parallelism,
-        leader_election=_leader_election(raw.get("leaderElection")),
-        client_connection=_client_connection(raw.get("clientConnection"), warnings),
-        extensions=_extensions(raw.get("kopfScheduler")),
-    )
-    validate_profiles(config)
-    return LoadedConfig(config, tuple(warnings))
+    with errors.collecting():
+        validate_profiles(profiles)
+    return tuple(profiles.values())
 
 
 def parse_config(raw: Any) -> SchedulerConfig:

@@ -12,14 +12,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kopf_scheduler.config.errors import ConfigError
-from kopf_scheduler.config.types import PluginRef, PluginSet, Profile, SchedulerConfig
+from kopf_scheduler.config.errors import ConfigError, ErrorCollector
+from kopf_scheduler.config.types import PluginRef, PluginSet, Profile
 from kopf_scheduler.framework.args import InvalidArgsError
 from kopf_scheduler.framework.handle import Handle
 from kopf_scheduler.framework.interfaces import EXTENSION_POINTS, Plugin
 from kopf_scheduler.framework.runtime import ProfilePlugins
 from kopf_scheduler.model.errors import InvalidObjectError
 from kopf_scheduler.plugins import registry
+from kopf_scheduler.spelling import closest
 
 NOT_INSTALLED = (
     " (neither in-tree nor installed: an out-of-tree plugin's distribution declares it as an "
@@ -48,48 +49,61 @@ def _profile_field(index: int, rest: str) -> str:
     return f"profiles[{index}].{rest}"
 
 
+def _unknown_plugin(name: str, known: set[str]) -> str:
+    """Why ``name`` is refused: the plugin likely meant, else where plugins come from."""
+    if name in registry.UNSUPPORTED_UPSTREAM_PLUGINS:
+        return f"unknown plugin {name!r} (in-tree volume limit plugins are not supported)"
+    suggestion = closest(name, known)
+    if suggestion is not None:
+        return f"unknown plugin {name!r}; did you mean {suggestion!r}?"
+    return f"unknown plugin {name!r}{NOT_INSTALLED}"
+
+
+def _where_enabled(profile: Profile, index: int) -> dict[str, str]:
+    """The field of the first place each plugin is enabled in the profile, for error messages."""
+    places: dict[str, str] = {}
+    for point, plugin_set in profile.plugins.items():
+        for position, ref in enumerate(plugin_set.enabled):
+            field = f"plugins.{point}.enabled[{position}].name"
+            places.setdefault(ref.name, _profile_field(index, field))
+    return places
+
+
 def _instantiate(
     profile: Profile, index: int, names: list[str], handle: Handle
 ) -> dict[str, Plugin]:
+    """One instance of each plugin in ``names``; every unknown name and bad args are raised
+    together."""
     instances: dict[str, Plugin] = {}
     try:
         out_of_tree = registry.out_of_tree_plugins()
     except registry.PluginLoadError as error:
         raise ConfigError("", str(error)) from None
     known = set(registry.plugin_names()) | out_of_tree.keys()
-    for name in profile.plugin_config:
+    errors = ErrorCollector()
+    for position, name in enumerate(profile.plugin_config):
         if name not in known:
-            position = list(profile.plugin_config).index(name)
-            raise ConfigError(
-                _profile_field(index, f"pluginConfig[{position}].name"),
-                f"unknown plugin {name!r}{NOT_INSTALLED}",
-            )
-    for name in names:
-        if name in instances:
+            field = _profile_field(index, f"pluginConfig[{position}].name")
+            errors.add(ConfigError(field, _unknown_plugin(name, known)))
+    places = _where_enabled(profile, index)
+    for name in dict.fromkeys(names):
+        if name not in known:
+            field = places.get(name, _profile_field(index, "plugins"))
+            errors.add(ConfigError(field, _unknown_plugin(name, known)))
             continue
-        if name not in known:
-            hint = (
-                " (in-tree volume limit plugins are not supported)"
-                if name in registry.UNSUPPORTED_UPSTREAM_PLUGINS
-                else NOT_INSTALLED
-            )
-            raise ConfigError(_profile_field(index, "plugins"), f"unknown plugin {name!r}{hint}")
         args: Mapping[str, Any] | None = profile.plugin_config.get(name)
         try:
             instances[name] = registry.factory(name, out_of_tree)(args, handle)
         except registry.PluginLoadError as error:
-            raise ConfigError(_profile_field(index, "plugins"), str(error)) from None
+            errors.add(ConfigError(_profile_field(index, "plugins"), str(error)))
         except (InvalidArgsError, InvalidObjectError) as error:
             position = (
                 list(profile.plugin_config).index(name) if name in profile.plugin_config else 0
             )
             field = error.field.removeprefix("args").lstrip(".")
-            raise ConfigError(
-                _profile_field(
-                    index, f"pluginConfig[{position}].args" + (f".{field}" if field else "")
-                ),
-                error.reason,
-            ) from None
+            path = f"pluginConfig[{position}].args" + (f".{field}" if field else "")
+            errors.add(ConfigError(_profile_field(index, path), error.reason))
+    errors.raise_any()
     return instances
 
 
@@ -184,14 +198,21 @@ _FIELD = {
 }
 
 
-def validate_profiles(config: SchedulerConfig) -> None:
-    """Build every profile once with a throwaway handle; all profiles must share QueueSort."""
+def validate_profiles(profiles: Mapping[int, Profile]) -> None:
+    """Build every profile once with a throwaway handle; all profiles must share QueueSort.
+
+    ``profiles`` are keyed by their position in the file (a profile that could not be read is
+    left out, and the others are still checked); the errors of all are raised together.
+    """
+    errors = ErrorCollector()
     queue_sorts: set[str] = set()
-    for index, profile in enumerate(config.profiles):
-        plugins = build_profile_plugins(
-            profile, Handle(scheduler_name=profile.scheduler_name), index
-        )
-        if plugins.queue_sort is not None:
-            queue_sorts.add(plugins.queue_sort.name)
+    for index, profile in profiles.items():
+        with errors.collecting():
+            plugins = build_profile_plugins(
+                profile, Handle(scheduler_name=profile.scheduler_name), index
+            )
+            if plugins.queue_sort is not None:
+                queue_sorts.add(plugins.queue_sort.name)
     if len(queue_sorts) > 1:
-        raise ConfigError("profiles", "all profiles must use the same queueSort plugin")
+        errors.add(ConfigError("profiles", "all profiles must use the same queueSort plugin"))
+    errors.raise_any()

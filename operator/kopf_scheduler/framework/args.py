@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kopf_scheduler.spelling import did_you_mean
+
 
 class InvalidArgsError(ValueError):
     def __init__(self, field: str, reason: str) -> None:
@@ -27,10 +29,11 @@ def ensure_mapping(raw: Any, field: str = "args") -> Mapping[str, Any]:
 
 
 def reject_unknown(raw: Mapping[str, Any], known: set[str], field: str = "args") -> None:
-    """Unknown fields are errors, as in a strict decoding of the upstream config."""
+    """Unknown fields are errors, as in a strict decoding of the upstream config; the message
+    names the known field likely meant."""
     for key in raw:
         if key not in known and key not in ("apiVersion", "kind"):
-            raise InvalidArgsError(f"{field}.{key}", "unknown field")
+            raise InvalidArgsError(f"{field}.{key}", f"unknown field{did_you_mean(key, known)}")
 
 
 def int_arg(

@@ -1,4 +1,7 @@
-"""``kopf-scheduler explain NAMESPACE/NAME``: render the decision record stored on a pod.
+"""``kopf-scheduler explain [NAMESPACE/]NAME``: render the decision record stored on a pod.
+
+The pod is named as kubectl names it: ``NAME`` in the namespace of ``-n`` or, without it, of the
+kubeconfig's context (``--context`` chooses another), or ``NAMESPACE/NAME``.
 
 The record is an annotation, and anyone who can patch the pod can write it, so it is checked
 before it is rendered: text that is not JSON, JSON that is not a record, and a record that lacks
@@ -13,6 +16,9 @@ import sys
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
+import yaml
+
+from kopf_scheduler import exit_codes
 from kopf_scheduler.config.errors import ConfigError
 from kopf_scheduler.config.kubeconfig import check_kubeconfig
 from kopf_scheduler.config.validation import (
@@ -32,8 +38,8 @@ from kopf_scheduler.service.explanations import ANNOTATION
 from kopf_scheduler.service.startup import describe
 from kopf_scheduler.sim.report import render_explanations
 
-EXIT_RUNTIME = 1
-EXIT_USAGE = 2
+EXIT_RUNTIME = exit_codes.RUNTIME
+EXIT_USAGE = exit_codes.USAGE
 
 
 def _is_string_list(value: Any) -> TypeGuard[list[str]]:
@@ -129,17 +135,27 @@ def parse_record(text: str) -> dict[str, Any]:
     return record
 
 
-async def explain(pod: str, kubeconfig: str | None, output: str) -> int:
-    namespace, _, name = pod.partition("/")
-    if not namespace or not name:
-        print("error: give the pod as NAMESPACE/NAME", file=sys.stderr)
+async def explain(
+    pod: str,
+    kubeconfig: str | None,
+    output: str,
+    *,
+    namespace: str | None = None,
+    context: str | None = None,
+) -> int:
+    """Show the record of ``pod`` (``NAME`` in ``namespace``, or ``NAMESPACE/NAME``)."""
+    given, slash, name = pod.partition("/") if "/" in pod else ("", "", pod)
+    if not name or "/" in name or (slash and not given):
+        print("error: give the pod as NAME or NAMESPACE/NAME", file=sys.stderr)
         return EXIT_USAGE
     try:
-        check_kubeconfig(kubeconfig)
-        api = await make_api(kubeconfig)
+        context_namespace = check_kubeconfig(kubeconfig, context_name=context)
+        api = await make_api(kubeconfig, context=context)
     except (ConfigError, ClientConfigError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    namespace = given or namespace or context_namespace
+    pod = f"{namespace}/{name}"
     try:
         raw = await api.request("GET", f"/api/v1/namespaces/{namespace}/pods/{name}")
     except NotFoundError:
@@ -168,6 +184,9 @@ async def explain(pod: str, kubeconfig: str | None, output: str) -> int:
         return EXIT_RUNTIME
     if output == "json":
         print(json.dumps(record, indent=2))
+        return 0
+    if output == "yaml":
+        print(yaml.safe_dump(record, sort_keys=False), end="")
         return 0
     print("\n".join(render_explanations([record])))
     if record.get("truncatedNodes"):

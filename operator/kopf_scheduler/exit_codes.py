@@ -1,0 +1,46 @@
+"""The exit codes of ``kopf-scheduler`` and ``kubectl kopf-scheduler``, in one place.
+
+Scripts branch on them, so they mean the same in every command: 0 success; 1 the command could
+not do its work at run time (the API server refused a request or could not be reached, the pod is
+not found, the health port is taken, leadership was lost); 2 the command line or a file it names
+is wrong (configuration, kubeconfig, scenario); 130 interrupted with Ctrl-C; 141 the reader of
+the output went away (``| head``).
+
+A closed pipe is not a failure of the command, but the output it wanted to give was not all read:
+141 is what a shell reports for a program killed by SIGPIPE, so ``set -o pipefail`` scripts see
+the same status as with coreutils, and no traceback is printed whatever the output's size.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+
+SUCCESS = 0
+RUNTIME = 1
+USAGE = 2
+INTERRUPTED = 130
+CLOSED_PIPE = 141
+
+
+def run_command(command: Callable[[], int]) -> int:
+    """Run ``command`` with its output flushed inside; map Ctrl-C and a closed pipe to codes."""
+    try:
+        code = command()
+        sys.stdout.flush()
+    except KeyboardInterrupt:
+        return INTERRUPTED
+    except BrokenPipeError:
+        _discard_stdout()
+        return CLOSED_PIPE
+    return code
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's flush at exit does not fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
