@@ -140,6 +140,11 @@ class Scheduler:
         """Wait until every background task (bindings, patches, preemptions) has finished."""
         await self._tasks.drain()
 
+    def cancel_pending(self) -> None:
+        """Cancel the background tasks: what waits at Permit is forgotten, API calls under way
+        stop (the simulator's time limit)."""
+        self._tasks.cancel()
+
     def notify(self) -> None:
         """Wake the loop: a pod became poppable (the queue's activity callback)."""
         self._wakeup.set()

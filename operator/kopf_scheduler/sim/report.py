@@ -97,12 +97,16 @@ def build_report(
     preemptions = []
     for attempt in result.attempts:
         record = attempt.preemption
-        if record is not None and record.get("outcome") == OUTCOME_NOMINATED:
+        if record is None or record.get("outcome") != OUTCOME_NOMINATED:
+            continue
+        # A gang's plan makes room on several nodes at once: a row for each.
+        by_node = record.get("victims_by_node") or ((record["nominated_node"], record["victims"]),)
+        for node, victims in by_node:
             preemptions.append(
                 {
                     "preemptor": record["preemptor"],
-                    "node": record["nominated_node"],
-                    "victims": list(record["victims"]),
+                    "node": node,
+                    "victims": list(victims),
                     "pdbViolations": record["num_pdb_violations"],
                     "decidedBy": record["deciding_criterion"],
                 }
