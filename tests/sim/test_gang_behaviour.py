@@ -9,15 +9,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 
 from kopf_scheduler.cli import main
+from kopf_scheduler.config.loader import API_VERSION as CONFIG_API
+from kopf_scheduler.config.loader import KIND as CONFIG_KIND
 from kopf_scheduler.config.loader import default_config
 from kopf_scheduler.sim import loop as sim_loop
 from kopf_scheduler.sim.report import build_report, render_table
 from kopf_scheduler.sim.runner import Simulation, SimulationResult
 from kopf_scheduler.sim.scenario import load_scenario
 from tests.sim.support import node, pod, write_yaml
-from tests.sim.test_pod_groups import EXAMPLE, gang_config, member, pod_group, simulate
+from tests.sim.test_pod_groups import (
+    EXAMPLE,
+    SHIPPED_CONFIG,
+    gang_config,
+    member,
+    pod_group,
+    simulate,
+)
 
 Raw = dict[str, Any]
 LOW, HIGH = 10, 1000
@@ -108,7 +118,9 @@ def test_gang_preemption_victims_are_in_the_preemptions_table(tmp_path: Path) ->
     assert "default/low" in table.split("PREEMPTIONS", 1)[1]
 
 
-def test_explain_says_why_gang_preemption_planned_nothing(tmp_path: Path) -> None:
+def test_explain_says_why_gang_preemption_planned_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # Two members of 4 CPUs, one node: no eviction completes the group.
     path = write_yaml(
         tmp_path / "s.yaml",
@@ -133,12 +145,11 @@ def test_explain_says_why_gang_preemption_planned_nothing(tmp_path: Path) -> Non
     assert gang_records[0]["reason"] == (
         "gang preemption: no room can be made for 2 members of PodGroup default/g"
     )
-    code = main(["simulate", str(path), "--config", str(gang_config_path()), "--explain"])
-    assert code == 0
-
-
-def gang_config_path() -> Path:
-    return Path(__file__).parents[2] / "manifests/base/config.yaml"
+    assert main(["simulate", str(path), "--config", str(SHIPPED_CONFIG), "--explain"]) == 0
+    assert (
+        "  preemption: NoCandidate (gang preemption: no room can be made for 2 members of "
+        "PodGroup default/g)"
+    ) in capsys.readouterr().out
 
 
 def test_min_resources_beyond_the_whole_cluster_evict_nothing(tmp_path: Path) -> None:
@@ -196,11 +207,67 @@ def test_a_profile_without_coscheduling_warns_once_about_pod_groups(
     )
 
 
-def test_the_bundled_gang_example_runs_as_shipped(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["simulate", str(EXAMPLE)]) == 0
+@pytest.mark.parametrize(
+    "args", [pytest.param(["--example", "gangs"], id="by-name"), pytest.param([str(EXAMPLE)])]
+)
+def test_the_bundled_gang_example_runs_as_shipped(
+    args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["simulate", *args]) == 0
+    captured = capsys.readouterr()
+    assert "default/training  4           4        0      4        no" in captured.out
+    assert "default/etl       3           3        3      0        yes" in captured.out
+    assert "warning" not in captured.out + captured.err
+
+
+def test_config_overrides_the_scenarios_own_configuration(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    defaults = write_yaml(
+        tmp_path / "config.yaml",
+        [{"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}],
+    )
+    assert main(["simulate", "--example", "gangs", "--config", str(defaults)]) == 0
     out = capsys.readouterr().out
-    assert "default/training  4           4        0      4        no" in out
-    assert "default/etl       3           3        3      0        yes" in out
+    assert "(no profile enables Coscheduling: the scheduler ignores PodGroups" in out
+
+
+@pytest.mark.parametrize(
+    ("documents", "reason"),
+    [
+        pytest.param(
+            [{"apiVersion": CONFIG_API, "kind": CONFIG_KIND, "profiles": "many"}],
+            "KubeSchedulerConfiguration #1: profiles: ",
+            id="invalid",
+        ),
+        pytest.param(
+            [{"apiVersion": CONFIG_API, "kind": CONFIG_KIND}] * 2,
+            "KubeSchedulerConfiguration #2: a scenario holds one configuration at most",
+            id="twice",
+        ),
+    ],
+)
+def test_a_scenarios_configuration_is_checked(
+    documents: list[Raw], reason: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_yaml(tmp_path / "s.yaml", [*documents, node("n1")])
+    assert main(["simulate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}: {reason}"), err
+    assert "Traceback" not in err
+
+
+def test_the_warning_is_logged_once_per_profile(tmp_path: Path) -> None:
+    path = write_yaml(
+        tmp_path / "s.yaml",
+        [node("n1"), pod_group("g", 2), member("w-0", "g"), member("w-1", "g")],
+    )
+    with structlog.testing.capture_logs() as logs:
+        simulate(default_config(), path)
+    warned = [entry for entry in logs if entry["event"] == "pod_group_without_coscheduling"]
+    assert [(e["log_level"], e["profile"], e["pod"], e["pod_group"]) for e in warned] == [
+        ("warning", "kopf-scheduler", "default/w-0", "g")
+    ]
 
 
 def test_a_zero_schedule_timeout_is_read_and_the_group_binds(tmp_path: Path) -> None:

@@ -124,6 +124,12 @@ class Scheduler:
         return self._scheduling.cycle
 
     @property
+    def warnings(self) -> list[str]:
+        """What the scheduler warned about its configuration as it met pods (a profile that
+        schedules members of a PodGroup one by one), once each."""
+        return list(self._scheduling.gang_notice.warnings)
+
+    @property
     def binding_cycles(self) -> int:
         """Binding cycles started and not yet finished (the goroutines gauge of ``binding``)."""
         return self._bindings.unfinished
