@@ -119,6 +119,9 @@ def test_post_filter_names_a_missing_group_as_upstream_does() -> None:
     gang = Gang(_nodes())
     _, status = gang.plugin.post_filter(CycleState(), member("p", "ghost").pod(), NodeToStatus())
     assert (status.code, status.message()) == (Code.UNSCHEDULABLE, "can not find pod group")
+    # A pod of no group gets no word from it (a deliberate difference: docs/behaviour.md).
+    _, status = gang.plugin.post_filter(CycleState(), make_pod("lone").pod(), NodeToStatus())
+    assert (status.code, status.message()) == (Code.UNSCHEDULABLE, "")
 
 
 def test_pre_filter_waits_for_min_member_pods() -> None:

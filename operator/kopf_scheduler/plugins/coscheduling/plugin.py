@@ -170,8 +170,10 @@ class Coscheduling:
         self, state: CycleState, pod: Pod, node_to_status: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status]:
         key = group_of(pod)
-        group = self._groups.get(key) if key is not None else None
-        if key is None or group is None:
+        if key is None:
+            return None, Status(Code.UNSCHEDULABLE)
+        group = self._groups.get(key)
+        if group is None:
             return None, Status(Code.UNSCHEDULABLE, POD_GROUP_MISSING)
         placed = self._groups.placed_count(key, but=pod)
         if placed >= group.min_member:
