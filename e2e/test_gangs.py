@@ -9,7 +9,8 @@ What a gang promises, checked from outside through what ``kubectl`` shows:
 - no partial admission next to a busy node (scheduler-plugins issue #930: two nodes, one
   taken by a plain pod, a group of two that needs both);
 - preemption for a group evicts exactly the victims it needs, once, even when they take
-  longer to go than the Permit wait;
+  longer to go than the Permit wait, and takes the pods a PodDisruptionBudget allows to go
+  rather than those it protects; the PodGroup is Running after;
 - the Coscheduling guide's PodGroup and Deployment run unchanged but for ``schedulerName``;
 - the PodGroup's status (phase and member counts) as scheduler-plugins' controller keeps it.
 
@@ -20,6 +21,7 @@ only when selected with ``-m gangs`` (``make e2e-gangs``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -319,6 +321,101 @@ def test_group_preemption_evicts_exactly_the_victims_it_needs(env: TestEnv, gang
     ), env.watch.summary()
     current = env.pods()
     assert all(node_name(current[name]) == lows[name] for name in survivors)
+
+
+def test_group_preemption_spares_guarded_pods_and_waits_out_slow_victims(
+    kube: Kubectl, env: TestEnv, gangs: str
+) -> None:
+    # Two full nodes: on one, two pods a PodDisruptionBudget allows no disruption of; on the
+    # other, two pods whose budget allows both to go. Every low pod takes longer to go (grace
+    # period) than the members wait at Permit. The group of two must take the second node's
+    # pods, and only them, once, and be bound whole after they are gone.
+    guarded_node, spare_node = env.create_nodes(2)
+    slow = PERMIT_WAITING_SECONDS + 3
+    lows: dict[str, str] = {}
+    for app, node in (("guarded", guarded_node), ("spare", spare_node)):
+        for slot in range(2):
+            name = f"{app}-{slot}"
+            env.create(
+                _plain(
+                    env,
+                    name,
+                    cpu="2",
+                    priority_class="e2e-p10",
+                    grace=slow,
+                    labels={"app": app},
+                    node_selector={"kubernetes.io/hostname": node},
+                )
+            )
+            lows[name] = node
+    for name, node in lows.items():
+        assert env.wait_bound(name) == node
+        env.wait_pod(
+            name,
+            lambda p: (condition(p, "Ready") or {}).get("status") == "True",
+            timeout=30,
+            what="Ready",
+        )
+    env.create(
+        objects.pdb("guarded", env.namespace, 2, {"app": "guarded"}),
+        objects.pdb("spare", env.namespace, 0, {"app": "spare"}),
+    )
+    for budget, allowed in (("guarded", 0), ("spare", 2)):
+        wait_until(
+            functools.partial(_budget_observed, kube, env, budget, allowed),
+            timeout=30,
+            what=f"the disruption controller to observe PDB {budget}",
+        )
+
+    env.create(podgroup("high", env.namespace, 2))
+    members = _members(env, "high", 2, cpu="2", priority_class="e2e-p100")
+    env.create(*members)
+    names = _names(members)
+
+    placed = _wait_all_bound(env, names, timeout=BIND_TIMEOUT + slow)
+
+    history = "\n".join(env.watch.summary())
+    assert set(placed.values()) == {spare_node}, f"{placed}\n{history}"
+    victims = sorted(name for name in lows if env.watch.terminating(name) is not None)
+    assert victims == ["spare-0", "spare-1"], f"victims {victims}\n{history}"
+    for victim in victims:
+        marked = env.watch.with_condition(victim, "DisruptionTarget")
+        assert marked is not None, f"{victim} was deleted without a DisruptionTarget condition"
+    # Bound whole, and only after the slow victims were gone, without preempting again while
+    # the Permit wait ran out.
+    gone = [env.watch.deleted(v) for v in victims]
+    bound = [env.watch.bound(m) for m in names]
+    assert all(gone) and all(bound), history
+    assert max(e.index for e in gone if e) < min(e.index for e in bound if e), history
+    assert holds_for(
+        lambda: all(env.watch.terminating(name) is None for name in ("guarded-0", "guarded-1")),
+        seconds=5,
+    ), env.watch.summary()
+
+    running = wait_until(
+        lambda: _status_with(kube, env, "high", phase="Running", running=2),
+        timeout=30,
+        what="PodGroup high Running with 2 running",
+        describe=lambda: _podgroup_status(kube, env, "high"),
+    )
+    assert running.get("failed", 0) == 0 and running.get("succeeded", 0) == 0, running
+
+
+def _budget_observed(kube: Kubectl, env: TestEnv, name: str, allowed: int) -> bool:
+    pdb = kube.get("pdb", name, env.namespace)
+    if pdb is None:
+        return False
+    status = pdb.get("status") or {}
+    return (
+        status.get("observedGeneration") == pdb["metadata"]["generation"]
+        and status.get("currentHealthy") == 2
+        and status.get("disruptionsAllowed") == allowed
+    )
+
+
+def _status_with(kube: Kubectl, env: TestEnv, name: str, **expected: Any) -> dict[str, Any] | None:
+    status = _podgroup_status(kube, env, name)
+    return status if all(status.get(k) == v for k, v in expected.items()) else None
 
 
 def _untainted_node(env: TestEnv) -> str:

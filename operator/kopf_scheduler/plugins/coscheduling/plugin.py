@@ -10,8 +10,8 @@
   checks. A member whose PodGroup does not exist passes, so that preemption still runs for it
   when it finds no node, and Permit turns it away.
 - **Permit** holds each member, assumed on its node, until ``minMember`` members are placed, then
-  lets them all go; a member waits at most the group's ``scheduleTimeoutSeconds``, else
-  ``permitWaitingTimeSeconds``.
+  lets them all go; a member waits at most the group's ``scheduleTimeoutSeconds``, else (absent
+  or 0) ``permitWaitingTimeSeconds``. A member of a missing PodGroup is rejected here.
 - **PostFilter** (a member found no node) first asks the gang preemptor (by default
   :class:`~.gang_preemption.GangPreemption`) to make room for the whole group; per-pod
   preemption leaves the members of a group short of ``minMember`` to it. Without a plan,
@@ -25,6 +25,10 @@
   back by pods of other groups, a node comes, or their group changes. Room the group's own
   members give back is no news to it, so a group that cannot fit does not retry itself in a
   loop ahead of every other pod.
+- A group whose failure in PostFilter gave room back (members waiting at Permit were rejected),
+  with no other member to complete it, waits for news (:mod:`.failures`): PreFilter turns its
+  members away until something that was there at the failure changed, so two groups that
+  cannot fit do not wake each other with the room their failed attempts give back.
 
 Messages follow scheduler-plugins', so that what ``kubectl describe`` shows reads the same.
 """
@@ -194,6 +198,9 @@ class Coscheduling:
         members = self._groups.member_count(key)
         if members >= group.min_member:
             self._groups.back_off(key)
+        # Members not on a node yet: this one and its pending siblings, less those just
+        # rejected at Permit (still unbound in the store). No more than the group lacks: no
+        # other member could complete it instead.
         to_place = len(self._groups.pending_members(key, but=pod)) + 1 - gave_back
         if gave_back and to_place <= group.min_member - placed:
             self._failures.forget_missing(lambda known: self._groups.get(known) is not None)
