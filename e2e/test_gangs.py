@@ -6,6 +6,8 @@ What a gang promises, checked from outside through what ``kubectl`` shows:
   and after the Permit wait its reservations are given back to other pods;
 - no deadlock: two groups that each need most of the cluster end with one of them whole and
   the other entirely pending, never both half placed;
+- no livelock: two groups that cannot fit are tried and then left alone, not woken by the room
+  each other's failed attempts give back;
 - no partial admission next to a busy node (scheduler-plugins issue #930: two nodes, one
   taken by a plain pod, a group of two that needs both);
 - preemption for a group evicts exactly the victims it needs, once, even when they take
@@ -52,6 +54,8 @@ SERVICE_ACCOUNT = "kopf-scheduler"
 # Long enough for a rejected group to be retried and held at Permit more than once.
 HOLD_SECONDS = 2 * PERMIT_WAITING_SECONDS + 2
 BIND_TIMEOUT = 45.0
+# Several times the 15-20 s at which two groups that cannot fit used to wake each other.
+QUIET_SECONDS = 60.0
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -238,6 +242,45 @@ def test_competing_groups_do_not_deadlock(env: TestEnv, gangs: str) -> None:
     _delete_now(env, *groups[winner])
     placed = _wait_all_bound(env, groups[loser])
     assert len(set(placed.values())) == 3, placed
+
+
+def test_groups_that_cannot_fit_wait_quietly(
+    env: TestEnv, gang_pool: LocalSchedulers, gangs: str
+) -> None:
+    # Each group needs four members of 3 CPUs, three nodes hold three: both fail. The room one
+    # group's failed attempt gives back was free when the other failed, and must not wake it:
+    # once both have been tried, the scheduler leaves them alone (it retried every 15-20 s).
+    env.create_nodes(3)
+    env.create(podgroup("a", env.namespace, 4), podgroup("b", env.namespace, 4))
+    members = [*_members(env, "a", 4, cpu="3"), *_members(env, "b", 4, cpu="3")]
+    env.create(*members)
+    names = _names(members)
+    _wait_rejected(env, names)
+
+    def attempts() -> int:
+        mentions = f"pod={env.namespace}/"
+        log = "".join(proc.log_since_mark() for proc in gang_pool.processes)
+        return sum(
+            1 for line in log.splitlines() if "pod_unschedulable" in line and mentions in line
+        )
+
+    def unchanged_for_a_while() -> int | None:
+        seen = attempts()
+        return seen if holds_for(lambda: attempts() == seen, seconds=10) else None
+
+    # Both groups tried (and the retry that the first failure's room gives the other one).
+    settled = wait_until(
+        unchanged_for_a_while,
+        timeout=90,
+        what="the first attempts of both groups to end",
+        describe=lambda: f"{attempts()} failed attempts so far, still growing",
+    )
+    assert settled >= len(names), settled
+    assert holds_for(lambda: attempts() == settled, seconds=QUIET_SECONDS), (
+        f"{attempts() - settled} more failed attempts after {settled}\n"
+        + "\n".join(env.watch.summary()[-12:])
+    )
+    assert not _ever_bound(env, names), env.watch.summary()
 
 
 def test_group_is_not_partially_admitted_next_to_a_busy_node(env: TestEnv, gangs: str) -> None:
