@@ -14,12 +14,13 @@ The rule
     Only a failure that gave room back counts (members were waiting at Permit and were
     rejected), and only when no other member could complete the group instead: the group has
     no more members left to place than it needs. At such a failure, the plugin remembers which
-    pods other than the group's own were on the nodes
-    (bound, or assumed: room other gangs held while waiting at Permit), each node's
-    allocatable, how many members the group had and the PodGroup's resourceVersion. Until one
-    of these changes (one of those pods gone, a node added or resized, a member added, the
-    PodGroup changed), PreFilter turns the group's members away, unresolvable, and the
-    assigned-pod deletion hint wakes them only for the deletion of a pod remembered. Pods
+    pods other than the group's own were on the nodes (bound, or assumed: room other gangs held
+    while waiting at Permit), each node's allocatable, labels, taints and ``unschedulable``,
+    how many members the group had and the PodGroup's resourceVersion. Until one of these
+    changes (one of those pods gone, a node added, resized, relabelled, tainted or untainted, a
+    member added, the PodGroup changed), PreFilter turns the group's members away,
+    unresolvable; the plugin registers those node changes, and the assigned-pod deletion hint
+    wakes the members only for the deletion of a pod remembered. Pods
     placed after the failure and gone again are no news: their room was free at the failure.
 
 Cost
@@ -33,33 +34,41 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from kopf_scheduler.cache.node_info import NodeInfo
+from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.pod_group import PodGroup, pod_group_key
 
 NOTHING_CHANGED = "nothing that could let it fit has changed since"
 
 
+NodeFacts = tuple[Any, ...]
+"""What of a node decides where pods may go: allocatable, labels, taints, unschedulable."""
+
+
 @dataclass(frozen=True)
 class _Failure:
     others: frozenset[str]
     """UIDs of the pods on the nodes (other than the group's own) at the failure."""
-    nodes: dict[str, tuple[int, int, int, int]]
-    """Node name -> allocatable (CPU, memory, ephemeral storage, pods) at the failure."""
-    scalar: dict[str, dict[str, int]]
-    """Node name -> allocatable extended resources at the failure."""
+    nodes: dict[str, NodeFacts]
+    """Node name -> its facts at the failure."""
     members: int
     group_version: str
 
 
-def _allocatable(info: NodeInfo) -> tuple[int, int, int, int]:
+def _facts(info: NodeInfo, node: Node) -> NodeFacts:
     allocatable = info.allocatable
     return (
         allocatable.milli_cpu,
         allocatable.memory,
         allocatable.ephemeral_storage,
         allocatable.allowed_pod_number,
+        tuple(sorted(allocatable.scalar.items())),
+        tuple(sorted(node.labels.items())),
+        tuple((taint.key, taint.value, taint.effect) for taint in node.taints),
+        node.unschedulable,
     )
 
 
@@ -70,20 +79,14 @@ class FailureMemory:
     def remember(self, group: PodGroup, members: int, nodes: Iterable[NodeInfo]) -> None:
         """``group`` failed now, with ``members`` pods, on ``nodes``."""
         others: set[str] = set()
-        allocatable: dict[str, tuple[int, int, int, int]] = {}
-        scalar: dict[str, dict[str, int]] = {}
+        facts: dict[str, NodeFacts] = {}
         for info in nodes:
             if info.node is None:
                 continue
-            allocatable[info.name] = _allocatable(info)
-            scalar[info.name] = dict(info.allocatable.scalar)
-            others.update(
-                pod.uid
-                for pod in info.pods
-                if pod_group_key(pod.namespace, pod.labels) != group.key
-            )
+            facts[info.name] = _facts(info, info.node)
+            others.update(pod.uid for pod in info.pods if not _is_member(pod, group))
         self._failures[group.key] = _Failure(
-            frozenset(others), allocatable, scalar, members, group.resource_version
+            frozenset(others), facts, members, group.resource_version
         )
 
     def waits(self, group: PodGroup, members: int, nodes: Iterable[NodeInfo]) -> bool:
@@ -125,9 +128,7 @@ def _changed(failure: _Failure, group: PodGroup, members: int, nodes: Iterable[N
         if info.node is None:
             continue
         names += 1
-        if failure.nodes.get(info.name) != _allocatable(info):
-            return True
-        if failure.scalar.get(info.name) != info.allocatable.scalar:
+        if failure.nodes.get(info.name) != _facts(info, info.node):
             return True
         seen.update(pod.uid for pod in info.pods)
     return names != len(failure.nodes) or not failure.others <= seen

@@ -266,8 +266,13 @@ class Coscheduling:
                 _is_schedulable_after_pod_group_change,
             ),
             ClusterEventWithHint(
+                # The node changes a failed group waits for (.failures), besides new room.
                 ClusterEvent(
-                    EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE
+                    EventResource.NODE,
+                    ActionType.ADD
+                    | ActionType.UPDATE_NODE_ALLOCATABLE
+                    | ActionType.UPDATE_NODE_LABEL
+                    | ActionType.UPDATE_NODE_TAINT,
                 )
             ),
             ClusterEventWithHint(
