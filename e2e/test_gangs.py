@@ -6,10 +6,13 @@ What a gang promises, checked from outside through what ``kubectl`` shows:
   and after the Permit wait its reservations are given back to other pods;
 - no deadlock: two groups that each need most of the cluster end with one of them whole and
   the other entirely pending, never both half placed;
+- no livelock: two groups that cannot fit are tried and then left alone, not woken by the room
+  each other's failed attempts give back;
 - no partial admission next to a busy node (scheduler-plugins issue #930: two nodes, one
   taken by a plain pod, a group of two that needs both);
 - preemption for a group evicts exactly the victims it needs, once, even when they take
-  longer to go than the Permit wait;
+  longer to go than the Permit wait, and takes the pods a PodDisruptionBudget allows to go
+  rather than those it protects; the PodGroup is Running after;
 - the Coscheduling guide's PodGroup and Deployment run unchanged but for ``schedulerName``;
 - the PodGroup's status (phase and member counts) as scheduler-plugins' controller keeps it.
 
@@ -20,6 +23,7 @@ only when selected with ``-m gangs`` (``make e2e-gangs``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -50,6 +54,8 @@ SERVICE_ACCOUNT = "kopf-scheduler"
 # Long enough for a rejected group to be retried and held at Permit more than once.
 HOLD_SECONDS = 2 * PERMIT_WAITING_SECONDS + 2
 BIND_TIMEOUT = 45.0
+# Several times the 15-20 s at which two groups that cannot fit used to wake each other.
+QUIET_SECONDS = 60.0
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -238,6 +244,45 @@ def test_competing_groups_do_not_deadlock(env: TestEnv, gangs: str) -> None:
     assert len(set(placed.values())) == 3, placed
 
 
+def test_groups_that_cannot_fit_wait_quietly(
+    env: TestEnv, gang_pool: LocalSchedulers, gangs: str
+) -> None:
+    # Each group needs four members of 3 CPUs, three nodes hold three: both fail. The room one
+    # group's failed attempt gives back was free when the other failed, and must not wake it:
+    # once both have been tried, the scheduler leaves them alone (it retried every 15-20 s).
+    env.create_nodes(3)
+    env.create(podgroup("a", env.namespace, 4), podgroup("b", env.namespace, 4))
+    members = [*_members(env, "a", 4, cpu="3"), *_members(env, "b", 4, cpu="3")]
+    env.create(*members)
+    names = _names(members)
+    _wait_rejected(env, names)
+
+    def attempts() -> int:
+        mentions = f"pod={env.namespace}/"
+        log = "".join(proc.log_since_mark() for proc in gang_pool.processes)
+        return sum(
+            1 for line in log.splitlines() if "pod_unschedulable" in line and mentions in line
+        )
+
+    def unchanged_for_a_while() -> int | None:
+        seen = attempts()
+        return seen if holds_for(lambda: attempts() == seen, seconds=10) else None
+
+    # Both groups tried (and the retry that the first failure's room gives the other one).
+    settled = wait_until(
+        unchanged_for_a_while,
+        timeout=90,
+        what="the first attempts of both groups to end",
+        describe=lambda: f"{attempts()} failed attempts so far, still growing",
+    )
+    assert settled >= len(names), settled
+    assert holds_for(lambda: attempts() == settled, seconds=QUIET_SECONDS), (
+        f"{attempts() - settled} more failed attempts after {settled}\n"
+        + "\n".join(env.watch.summary()[-12:])
+    )
+    assert not _ever_bound(env, names), env.watch.summary()
+
+
 def test_group_is_not_partially_admitted_next_to_a_busy_node(env: TestEnv, gangs: str) -> None:
     # scheduler-plugins issue #930: exactly two nodes, one of them taken by a single pod, and
     # a group of two that needs a whole node per member. The group must stay pending.
@@ -319,6 +364,101 @@ def test_group_preemption_evicts_exactly_the_victims_it_needs(env: TestEnv, gang
     ), env.watch.summary()
     current = env.pods()
     assert all(node_name(current[name]) == lows[name] for name in survivors)
+
+
+def test_group_preemption_spares_guarded_pods_and_waits_out_slow_victims(
+    kube: Kubectl, env: TestEnv, gangs: str
+) -> None:
+    # Two full nodes: on one, two pods a PodDisruptionBudget allows no disruption of; on the
+    # other, two pods whose budget allows both to go. Every low pod takes longer to go (grace
+    # period) than the members wait at Permit. The group of two must take the second node's
+    # pods, and only them, once, and be bound whole after they are gone.
+    guarded_node, spare_node = env.create_nodes(2)
+    slow = PERMIT_WAITING_SECONDS + 3
+    lows: dict[str, str] = {}
+    for app, node in (("guarded", guarded_node), ("spare", spare_node)):
+        for slot in range(2):
+            name = f"{app}-{slot}"
+            env.create(
+                _plain(
+                    env,
+                    name,
+                    cpu="2",
+                    priority_class="e2e-p10",
+                    grace=slow,
+                    labels={"app": app},
+                    node_selector={"kubernetes.io/hostname": node},
+                )
+            )
+            lows[name] = node
+    for name, node in lows.items():
+        assert env.wait_bound(name) == node
+        env.wait_pod(
+            name,
+            lambda p: (condition(p, "Ready") or {}).get("status") == "True",
+            timeout=30,
+            what="Ready",
+        )
+    env.create(
+        objects.pdb("guarded", env.namespace, 2, {"app": "guarded"}),
+        objects.pdb("spare", env.namespace, 0, {"app": "spare"}),
+    )
+    for budget, allowed in (("guarded", 0), ("spare", 2)):
+        wait_until(
+            functools.partial(_budget_observed, kube, env, budget, allowed),
+            timeout=30,
+            what=f"the disruption controller to observe PDB {budget}",
+        )
+
+    env.create(podgroup("high", env.namespace, 2))
+    members = _members(env, "high", 2, cpu="2", priority_class="e2e-p100")
+    env.create(*members)
+    names = _names(members)
+
+    placed = _wait_all_bound(env, names, timeout=BIND_TIMEOUT + slow)
+
+    history = "\n".join(env.watch.summary())
+    assert set(placed.values()) == {spare_node}, f"{placed}\n{history}"
+    victims = sorted(name for name in lows if env.watch.terminating(name) is not None)
+    assert victims == ["spare-0", "spare-1"], f"victims {victims}\n{history}"
+    for victim in victims:
+        marked = env.watch.with_condition(victim, "DisruptionTarget")
+        assert marked is not None, f"{victim} was deleted without a DisruptionTarget condition"
+    # Bound whole, and only after the slow victims were gone, without preempting again while
+    # the Permit wait ran out.
+    gone = [env.watch.deleted(v) for v in victims]
+    bound = [env.watch.bound(m) for m in names]
+    assert all(gone) and all(bound), history
+    assert max(e.index for e in gone if e) < min(e.index for e in bound if e), history
+    assert holds_for(
+        lambda: all(env.watch.terminating(name) is None for name in ("guarded-0", "guarded-1")),
+        seconds=5,
+    ), env.watch.summary()
+
+    running = wait_until(
+        lambda: _status_with(kube, env, "high", phase="Running", running=2),
+        timeout=30,
+        what="PodGroup high Running with 2 running",
+        describe=lambda: _podgroup_status(kube, env, "high"),
+    )
+    assert running.get("failed", 0) == 0 and running.get("succeeded", 0) == 0, running
+
+
+def _budget_observed(kube: Kubectl, env: TestEnv, name: str, allowed: int) -> bool:
+    pdb = kube.get("pdb", name, env.namespace)
+    if pdb is None:
+        return False
+    status = pdb.get("status") or {}
+    return (
+        status.get("observedGeneration") == pdb["metadata"]["generation"]
+        and status.get("currentHealthy") == 2
+        and status.get("disruptionsAllowed") == allowed
+    )
+
+
+def _status_with(kube: Kubectl, env: TestEnv, name: str, **expected: Any) -> dict[str, Any] | None:
+    status = _podgroup_status(kube, env, name)
+    return status if all(status.get(k) == v for k, v in expected.items()) else None
 
 
 def _untainted_node(env: TestEnv) -> str:

@@ -37,9 +37,18 @@ EXIT_RUNTIME = exit_codes.RUNTIME
 EXIT_USAGE = exit_codes.USAGE
 
 
+BUNDLED_EXAMPLES = ("preemption-demo", "gangs", "volumes")
+"""The scenarios shipped in the package (``examples/<name>.yaml``), for ``simulate --example``."""
+
+
+def bundled_example(name: str) -> Path:
+    """The path of a bundled example scenario."""
+    return Path(str(resources.files("kopf_scheduler") / "examples" / f"{name}.yaml"))
+
+
 def bundled_demo() -> Path:
     """The path of the bundled preemption demo scenario."""
-    return Path(str(resources.files("kopf_scheduler") / "examples" / "preemption-demo.yaml"))
+    return bundled_example("preemption-demo")
 
 
 def _load_config(path: Path | None) -> LoadedConfig:
@@ -70,6 +79,7 @@ def simulate_command(args: argparse.Namespace) -> int:
     except ConfigError as error:
         report_config_error(error)
         return EXIT_USAGE
+    chosen = args.config is not None
     added: list[str] = []
     if args.from_cluster:
         if not args.add:
@@ -94,12 +104,20 @@ def simulate_command(args: argparse.Namespace) -> int:
         if args.add:
             print("error: --add goes with --from-cluster", file=sys.stderr)
             return EXIT_USAGE
-        paths = args.scenario or [bundled_demo()]
+        if args.example and args.scenario:
+            print("error: give scenario files or --example, not both", file=sys.stderr)
+            return EXIT_USAGE
+        paths = args.scenario or [bundled_example(args.example or "preemption-demo")]
         try:
             scenario = load_scenario(paths)
         except ScenarioError as error:
             print(f"error: {error}", file=sys.stderr)
             return EXIT_USAGE
+        if scenario.configuration is not None and not chosen:
+            # The scenario's own configuration, unless --config names one.
+            for warning in scenario.configuration.warnings:
+                print(f"warning: {warning}", file=sys.stderr)
+            config = scenario.configuration.config
     simulation = Simulation(config, seed=args.seed, explain=args.explain)
     result = sim_loop.run(simulation.run(scenario))
     report = build_report(result, explain=args.explain, added=added)
@@ -226,7 +244,19 @@ def build_parser() -> argparse.ArgumentParser:
             "CSIStorageCapacities, VolumeAttachments)"
         ),
     )
-    simulate.add_argument("--config", type=Path, help="a KubeSchedulerConfiguration file")
+    simulate.add_argument(
+        "--example",
+        choices=BUNDLED_EXAMPLES,
+        help="run a scenario shipped with kopf-scheduler instead of files",
+    )
+    simulate.add_argument(
+        "--config",
+        type=Path,
+        help=(
+            "a KubeSchedulerConfiguration file (default: the scenario's own configuration "
+            "document, if it has one, else the defaults)"
+        ),
+    )
     simulate.add_argument("--output", "-o", choices=["table", "json", "yaml"], default="table")
     simulate.add_argument(
         "--seed", type=int, default=0, help="seed for every random choice (default 0)"

@@ -66,6 +66,11 @@ def test_optional_fields_default_to_absent() -> None:
     assert (group.phase, group.scheduled, group.schedule_start_time) == ("", 0, None)
 
 
+def test_a_zero_schedule_timeout_is_allowed_as_the_crd_allows_it() -> None:
+    # The plugin then waits its permitWaitingTimeSeconds, as scheduler-plugins does.
+    assert PodGroup(_raw({"scheduleTimeoutSeconds": 0})).schedule_timeout_seconds == 0
+
+
 @pytest.mark.parametrize(
     ("spec", "status", "message"),
     [
@@ -80,9 +85,9 @@ def test_optional_fields_default_to_absent() -> None:
             id="quantity",
         ),
         pytest.param(
-            {"scheduleTimeoutSeconds": 0},
+            {"scheduleTimeoutSeconds": -5},
             {},
-            "spec.scheduleTimeoutSeconds: must be at least 1, got 0",
+            "spec.scheduleTimeoutSeconds: must be at least 0, got -5",
             id="timeout",
         ),
         pytest.param({}, {"scheduled": True}, "status.scheduled: must be an integer", id="bool"),

@@ -76,9 +76,9 @@ def test_a_scenario_holds_pod_groups(tmp_path: Path) -> None:
             pod_group("g", "4"), "spec.minMember: must be an integer, got '4'", id="string-min"
         ),
         pytest.param(
-            pod_group("g", 2, scheduleTimeoutSeconds=0),
-            "spec.scheduleTimeoutSeconds: must be at least 1, got 0",
-            id="zero-timeout",
+            pod_group("g", 2, scheduleTimeoutSeconds=-1),
+            "spec.scheduleTimeoutSeconds: must be at least 0, got -1",
+            id="negative-timeout",
         ),
         pytest.param(
             pod_group("g", 2, minResources={"cpu": "-1"}),

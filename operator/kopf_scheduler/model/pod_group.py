@@ -68,8 +68,9 @@ class PodGroup:
             else None
         )
         self.schedule_timeout_seconds: int | None = _count(
-            spec.get("scheduleTimeoutSeconds"), "spec.scheduleTimeoutSeconds", minimum=1
+            spec.get("scheduleTimeoutSeconds"), "spec.scheduleTimeoutSeconds", minimum=0
         )
+        """``None`` or 0: the plugin's ``permitWaitingTimeSeconds`` applies (the CRD allows 0)."""
         phase = status.get("phase") or ""
         if not isinstance(phase, str):
             raise InvalidObjectError("status.phase", f"must be a string, got {phase!r}")

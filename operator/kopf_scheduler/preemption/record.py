@@ -41,6 +41,10 @@ CRITERION_DRY_RUN_ORDER = "DryRunOrder"
 """Still tied after every criterion: the first candidate in dry-run order wins. That order
 starts at the random offset drawn from the handle's seeded RNG (upstream: Go map order)."""
 
+CRITERION_GANG_PLAN = "GangPreemption"
+"""Not a selection criterion: the victims are those of a plan for a whole PodGroup
+(:mod:`kopf_scheduler.preemption.gang`), made by Coscheduling's PostFilter."""
+
 CRITERION_PDB_POLICY_STRICT = "PDBPolicyStrict"
 """Not a selection criterion: the candidate was dropped before selection because it would
 violate a PodDisruptionBudget and ``pdbPolicy`` is Strict."""
@@ -113,6 +117,9 @@ class PreemptionRecord:
     """``(node, message)`` for every node the dry run rejected, in dry-run order."""
     pdb_rejected: tuple[CandidateRecord, ...] = ()
     """Candidates dropped because they would violate a PDB (pdbPolicy Strict only)."""
+    victims_by_node: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """A gang plan's victims, node by node (the plan makes room on several nodes at once);
+    ``victims`` lists them all."""
 
 
 PREEMPTION_RECORD: StateKey[PreemptionRecord] = StateKey("DefaultPreemption/record")
@@ -157,4 +164,5 @@ def preemption_as_dict(record: PreemptionRecord) -> dict[str, Any]:
         "num_candidates": record.num_candidates,
         "node_statuses": tuple(tuple(entry) for entry in record.node_statuses),
         "pdb_rejected": tuple(_candidate_as_dict(c) for c in record.pdb_rejected),
+        "victims_by_node": tuple((node, tuple(keys)) for node, keys in record.victims_by_node),
     }

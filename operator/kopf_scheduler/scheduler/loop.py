@@ -124,6 +124,12 @@ class Scheduler:
         return self._scheduling.cycle
 
     @property
+    def warnings(self) -> list[str]:
+        """What the scheduler warned about its configuration as it met pods (a profile that
+        schedules members of a PodGroup one by one), once each."""
+        return list(self._scheduling.gang_notice.warnings)
+
+    @property
     def binding_cycles(self) -> int:
         """Binding cycles started and not yet finished (the goroutines gauge of ``binding``)."""
         return self._bindings.unfinished
@@ -139,6 +145,11 @@ class Scheduler:
     async def drain(self) -> None:
         """Wait until every background task (bindings, patches, preemptions) has finished."""
         await self._tasks.drain()
+
+    def cancel_pending(self) -> None:
+        """Cancel the background tasks: what waits at Permit is forgotten, API calls under way
+        stop (the simulator's time limit)."""
+        self._tasks.cancel()
 
     def notify(self) -> None:
         """Wake the loop: a pod became poppable (the queue's activity callback)."""

@@ -29,6 +29,7 @@ from kopf_scheduler.scheduler.algorithm import Algorithm, NoNodesAvailableError,
 from kopf_scheduler.scheduler.attempt import Attempt, FailedAttempt
 from kopf_scheduler.scheduler.binding_cycle import BindingCycles
 from kopf_scheduler.scheduler.failure_handler import FailureHandler
+from kopf_scheduler.scheduler.gang_notice import GangNotice
 from kopf_scheduler.scheduler.reporting import Reporter
 
 logger = structlog.get_logger("kopf_scheduler.scheduler")
@@ -63,6 +64,7 @@ class SchedulingCycle:
         """The number of the last cycle that ran the algorithm."""
         self.status_patch: asyncio.Task[None] | None = None
         """The status patch of the last cycle's failure, which the loop waits for."""
+        self.gang_notice = GangNotice()
         self._plugin_metrics_sampler = random.Random(0)
         """Picks the cycles whose plugin calls are timed; apart from the RNG of decisions."""
 
@@ -77,6 +79,7 @@ class SchedulingCycle:
         if framework is None:
             self.queue.done(pod.uid)
             return True
+        self.gang_notice.check(framework, pod)
         if pod.deletion_timestamp is not None:
             self.reporter.event(
                 framework,

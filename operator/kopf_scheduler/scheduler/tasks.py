@@ -36,6 +36,11 @@ class BackgroundTasks:
         if not task.cancelled() and task.exception() is not None:
             logger.error("background_task_failed", exc_info=task.exception())
 
+    def cancel(self) -> None:
+        """Cancel every task (a simulation that reached its time limit)."""
+        for task in list(self._tasks):
+            task.cancel()
+
     async def drain(self) -> None:
         """Wait until every task, including those started meanwhile, has finished."""
         while self._tasks:

@@ -3,6 +3,8 @@
 PodGroups of the scenario get a section of their own: each group's ``minMember`` against its
 members bound and pending at the end. Only a profile with Coscheduling schedules them as gangs;
 without one, the scheduler does not read PodGroups (as on a cluster) and the section says so.
+The scheduler's warnings about its configuration (a profile meeting members of a PodGroup
+without Coscheduling) come first.
 """
 
 from __future__ import annotations
@@ -97,12 +99,16 @@ def build_report(
     preemptions = []
     for attempt in result.attempts:
         record = attempt.preemption
-        if record is not None and record.get("outcome") == OUTCOME_NOMINATED:
+        if record is None or record.get("outcome") != OUTCOME_NOMINATED:
+            continue
+        # A gang's plan makes room on several nodes at once: a row for each.
+        by_node = record.get("victims_by_node") or ((record["nominated_node"], record["victims"]),)
+        for node, victims in by_node:
             preemptions.append(
                 {
                     "preemptor": record["preemptor"],
-                    "node": record["nominated_node"],
-                    "victims": list(record["victims"]),
+                    "node": node,
+                    "victims": list(victims),
                     "pdbViolations": record["num_pdb_violations"],
                     "decidedBy": record["deciding_criterion"],
                 }
@@ -130,6 +136,8 @@ def build_report(
         "events": events,
         "summary": summary,
     }
+    if result.scheduler.warnings:
+        report["warnings"] = list(result.scheduler.warnings)
     if cluster.pod_groups:
         report["podGroups"] = _pod_group_entries(result, pods)
         report["gangScheduling"] = any(
@@ -177,7 +185,9 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def render_table(report: dict[str, Any]) -> str:
-    lines = []
+    lines = [f"warning: {warning}" for warning in report.get("warnings", ())]
+    if lines:
+        lines.append("")
     if "whatIf" in report:
         lines.append("WHAT IF")
         lines += _table(

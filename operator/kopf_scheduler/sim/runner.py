@@ -5,6 +5,8 @@ deletions, volume binding waiting for the PV controller) finish while the cluste
 act on what those tasks write, and then jumps virtual time to the next thing that can happen: a
 backoff expiring, a terminating pod disappearing, a timer. When only unschedulable pods remain
 it gives them one retry after the periodic flush; if that changes nothing, the run is over.
+The run also ends, wherever it stands, once ``max_virtual_seconds`` have passed: every loop of
+the driver checks it, so a run always returns.
 
 While tasks are pending, time moves only once the event loop has nothing left to run
 (``SimulationLoop.idle``, sim/loop.py), so a simulation runs on that loop:
@@ -143,6 +145,22 @@ class Simulation:
             _ = record.plugin_states  # the plugins answer now, not when the report is built
         self.attempts.append(record)
 
+    def _out_of_time(self) -> bool:
+        return self.clock.now() - self.started >= self.max_virtual_seconds
+
+    def _beyond_limit(self, moment: float) -> bool:
+        return moment - self.started > self.max_virtual_seconds
+
+    def _next_due(self) -> float | None:
+        """The next moment something happens by itself: a timer, or a deletion whose grace
+        period ends."""
+        due = [
+            moment
+            for moment in (self.clock.next_deadline(), self.cluster.next_deletion())
+            if moment is not None
+        ]
+        return min(due, default=None)
+
     async def _settle(self, scheduler: Scheduler) -> None:
         loop = running_simulation_loop()
         for _ in range(100_000):
@@ -159,9 +177,15 @@ class Simulation:
                 # Pods held at Permit wait for pods the scheduler pops at once or once their
                 # back-off ends (a gang's other members), long before their timeout could pass.
                 return
-            deadline = self.clock.next_deadline()
-            if scheduler.pending_tasks and deadline is not None:
-                self.clock.advance_to(deadline)
+            due = self._next_due()
+            if not scheduler.pending_tasks or due is None:
+                continue
+            if self._beyond_limit(due):
+                return
+            # Time moves to the next timer or deletion: a victim's grace period may end while
+            # members wait at Permit, and its deletion requeues them.
+            self.clock.advance_to(due)
+            self.cluster.finish_due_deletions()
 
     def start(self) -> Scheduler:
         """Wire the scheduler to the in-memory cluster (call inside the event loop)."""
@@ -239,9 +263,9 @@ class Simulation:
         cluster = self.cluster
         last_forced_generation = -1
         while self.clock.now() - start < self.max_virtual_seconds:
-            while True:
+            while not self._out_of_time():
                 progressed = False
-                while scheduler.schedule_one():
+                while not self._out_of_time() and scheduler.schedule_one():
                     progressed = True
                     await self._settle(scheduler)
                 await self._settle(scheduler)
@@ -261,16 +285,25 @@ class Simulation:
             if timer is not None:
                 candidates.append(timer)
             if candidates:
+                if self._beyond_limit(min(candidates)):
+                    break
                 self.clock.advance_to(min(candidates))
                 cluster.finish_due_deletions()
                 queue.flush_backoff_completed()
                 continue
             if queue.unschedulable_pods() and cluster.generation != last_forced_generation:
                 last_forced_generation = cluster.generation
-                self.clock.advance_to(self._next_leftover_flush(queue, self.started))
+                flush = self._next_leftover_flush(queue, self.started)
+                if self._beyond_limit(flush):
+                    break
+                self.clock.advance_to(flush)
                 queue.flush_unschedulable_leftover()
                 continue
             break
+        if scheduler.pending_tasks and self._beyond_limit(self._next_due() or math.inf):
+            # The run ends where it stands: waits at Permit and grace periods still running
+            # are not waited for.
+            scheduler.cancel_pending()
         await scheduler.drain()
 
 

@@ -5,6 +5,10 @@ reason, so a user can fix the input; ``ScenarioError`` carries exactly that. Fil
 strictly as the API server reads objects (``config/documents.py``: no duplicate keys, finite
 numbers, bounded nesting), and what the API server would refuse is refused here too where the
 scheduler's answer depends on it, such as negative resource quantities.
+
+A scenario may also hold one KubeSchedulerConfiguration: the profiles it is meant to run with
+(the gang example needs Coscheduling, which the default profile lacks). It is checked as
+``--config`` checks its file, and ``simulate`` uses it unless ``--config`` is given.
 """
 
 from __future__ import annotations
@@ -21,6 +25,10 @@ from kopf_scheduler.config.documents import (
     load_json,
     load_yaml_all,
 )
+from kopf_scheduler.config.errors import ConfigError
+from kopf_scheduler.config.loader import API_VERSION as CONFIG_API_VERSION
+from kopf_scheduler.config.loader import KIND as CONFIG_KIND
+from kopf_scheduler.config.loader import LoadedConfig, check_config
 from kopf_scheduler.model.errors import InvalidObjectError
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pdb import PodDisruptionBudget
@@ -129,6 +137,10 @@ class Scenario:
     dra: list[dict[str, Any]] = field(default_factory=list)
     """DeviceClasses, ResourceSlices, ResourceClaims and ResourceClaimTemplates, in document
     order; only a profile with DynamicResources reads them."""
+    configuration: LoadedConfig | None = None
+    """The scenario's own KubeSchedulerConfiguration (at most one document), which ``simulate``
+    uses unless ``--config`` names another: a scenario that needs a profile of its own (gang
+    scheduling) runs as it is shipped."""
 
 
 def _describe(obj: Mapping[str, Any], index: int) -> str:
@@ -287,6 +299,26 @@ def read_documents(path: str | Path) -> list[Any]:
     return _documents(text, source)
 
 
+def _is_configuration(document: Any) -> bool:
+    return (
+        isinstance(document, Mapping)
+        and document.get("apiVersion") == CONFIG_API_VERSION
+        and document.get("kind") == CONFIG_KIND
+    )
+
+
+def _configuration(
+    document: Mapping[str, Any], index: int, source: str, scenario: Scenario
+) -> LoadedConfig:
+    described = f"{CONFIG_KIND} #{index + 1}"
+    if scenario.configuration is not None:
+        raise ScenarioError(source, described, "a scenario holds one configuration at most")
+    try:
+        return check_config(document)
+    except ConfigError as error:
+        raise ScenarioError(source, described, str(error)) from None
+
+
 def load_scenario(
     paths: Iterable[str | Path], *, known_priority_classes: Iterable[str] = ()
 ) -> Scenario:
@@ -298,6 +330,9 @@ def load_scenario(
     for path in paths:
         source = str(path)
         for index, document in enumerate(read_documents(path)):
+            if _is_configuration(document):
+                scenario.configuration = _configuration(document, index, source, scenario)
+                continue
             kind, obj = check_object(document, index, source, seen)
             origins[id(obj)] = source
             if kind == "Node":

@@ -14,7 +14,7 @@ from kopf_scheduler.framework.cycle_state import CycleState
 from kopf_scheduler.framework.events import ActionType, EventResource, QueueingHint
 from kopf_scheduler.framework.runtime import Framework
 from kopf_scheduler.framework.status import Code, Status
-from kopf_scheduler.framework.types import PostFilterResult, QueuedPodInfo
+from kopf_scheduler.framework.types import NodeToStatus, PostFilterResult, QueuedPodInfo
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.pod_group import PodGroup
 from kopf_scheduler.plugins.coscheduling import CoschedulingArgs
@@ -101,12 +101,27 @@ def test_pre_filter_lets_pods_of_no_group_through() -> None:
     assert _run_pre_filter(Gang(_nodes()), make_pod("p").pod()).code == Code.SUCCESS
 
 
-def test_pre_filter_rejects_a_member_of_a_missing_group() -> None:
+def test_a_member_of_a_missing_group_passes_pre_filter_and_is_rejected_at_permit() -> None:
+    # As scheduler-plugins: PreFilter lets it through, so that its PostFilter (preemption)
+    # still runs when it finds no node, and Permit turns it away.
     gang = Gang(_nodes())
-    status = _run_pre_filter(gang, member("p", "ghost").pod())
-    assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-    assert status.message() == "PodGroup default/ghost not found"
-    assert status.plugin == "Coscheduling"
+    pod = member("p", "ghost").pod()
+    assert _run_pre_filter(gang, pod).code == Code.SUCCESS
+    status = gang.framework.run_permit(CycleState(), pod, "n1")
+    assert (status.code, status.message(), status.plugin) == (
+        Code.UNSCHEDULABLE,
+        "PodGroup not found",
+        "Coscheduling",
+    )
+
+
+def test_post_filter_names_a_missing_group_as_upstream_does() -> None:
+    gang = Gang(_nodes())
+    _, status = gang.plugin.post_filter(CycleState(), member("p", "ghost").pod(), NodeToStatus())
+    assert (status.code, status.message()) == (Code.UNSCHEDULABLE, "can not find pod group")
+    # A pod of no group gets no word from it (a deliberate difference: docs/behaviour.md).
+    _, status = gang.plugin.post_filter(CycleState(), make_pod("lone").pod(), NodeToStatus())
+    assert (status.code, status.message()) == (Code.UNSCHEDULABLE, "")
 
 
 def test_pre_filter_waits_for_min_member_pods() -> None:
@@ -136,9 +151,8 @@ def test_pre_filter_checks_min_resources_against_free_capacity() -> None:
     gang.add_pods(*big, *fits)
     status = _run_pre_filter(gang, big[0])
     assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-    assert status.message() == (
-        "PodGroup default/big does not fit in the cluster's free capacity, resource gap: cpu 1000m"
-    )
+    # scheduler-plugins' words: Go's print of the missing ResourceList (n1 offers 1 CPU, n2 4).
+    assert status.message() == "resource gap: map[cpu:{{1000 -3} {<nil>}  DecimalSI}]"
     assert _run_pre_filter(gang, fits[0]).code == Code.SUCCESS
 
 
@@ -230,7 +244,7 @@ async def test_permit_holds_members_until_min_member_then_allows_all() -> None:
     assert gang.framework.waiting_pods() == []
 
 
-async def test_permit_timeout_rejects_and_unreserve_frees_every_member() -> None:
+async def test_permit_timeout_rejects_and_unreserve_frees_every_member_without_a_back_off() -> None:
     gang = Gang(_nodes(3), args={"podGroupBackoffSeconds": 30})
     gang.add_group(pod_group_obj("g", 3, scheduleTimeoutSeconds=7))
     pods = [member(f"p{i}", "g").pod() for i in range(3)]
@@ -250,13 +264,7 @@ async def test_permit_timeout_rejects_and_unreserve_frees_every_member() -> None
     rejected = await second_wait
     assert (rejected.code, rejected.plugin) == (Code.UNSCHEDULABLE, "Coscheduling")
     assert rejected.message() == "rejection in Unreserve"
-    # ... and the group backs off.
-    status = _run_pre_filter(gang, pods[2])
-    assert (status.code, status.message()) == (
-        Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-        "podGroup default/g failed recently",
-    )
-    gang.now += 30
+    # As upstream, only PostFilter starts a back-off: the group may try again at once.
     assert _run_pre_filter(gang, pods[2]).code == Code.SUCCESS
 
 
@@ -380,3 +388,28 @@ def test_queueing_hints_requeue_only_the_groups_own_pods() -> None:
     assert deleted.hint(rejected, make_pod("other").pod(), None) == QueueingHint.QUEUE
     assert deleted.hint(rejected, member("p9", "h").pod(), None) == QueueingHint.QUEUE
     assert deleted.hint(rejected, member("p1", "g").pod(), None) == QueueingHint.QUEUE_SKIP
+
+
+async def test_a_zero_schedule_timeout_falls_back_to_the_permit_waiting_time() -> None:
+    gang = Gang(_nodes(3), args={"permitWaitingTimeSeconds": 45})
+    gang.add_group(pod_group_obj("g", 2, scheduleTimeoutSeconds=0))
+    pods = [member(f"p{i}", "g").pod() for i in range(2)]
+    gang.add_pods(*pods)
+    timer = _Timer()
+    status, wait = await _permit(gang.framework, gang, pods[0], "n1", timer)
+    assert status.code == Code.WAIT
+    assert timer.waits == [45]
+    wait.cancel()
+
+
+def test_the_resource_gap_reads_as_upstream_prints_it() -> None:
+    # The figures of a run of scheduler-plugins' own arithmetic: minResources cpu 2, memory
+    # 4Gi and minMember 3 against one node offering 500m, 1Gi and one pod.
+    gang = Gang([node_info(make_node("n1").capacity(cpu="500m", memory="1Gi", pods=1))])
+    gang.add_group(pod_group_obj("g", 3, minResources={"cpu": "2", "memory": "4Gi"}))
+    pods = [member(f"p{i}", "g").pod() for i in range(3)]
+    gang.add_pods(*pods)
+    assert _run_pre_filter(gang, pods[0]).message() == (
+        "resource gap: map[cpu:{{1500 -3} {<nil>}  DecimalSI} "
+        "memory:{{3221225472 0} {<nil>}  BinarySI} pods:{{2 0} {<nil>}  DecimalSI}]"
+    )

@@ -16,12 +16,15 @@ Steps
     2. The request: the group's members not on a node, ``pod`` first; ``needed`` is
        ``minMember`` minus the members placed; every pod's group from the PodGroup store; the
        PodDisruptionBudgets; the settings of the profile's DefaultPreemption when it has one.
-    3. No plan: the group is not handled, and nothing is evicted.
+    3. No plan: the group is not handled, and nothing is evicted. A plan after which the nodes
+       could still not hold the group's ``minResources`` (PreFilter's check, which it leaves
+       to the plan) is no plan either. Either way the decision record says why.
     4. A plan: every planned member is nominated to its node (in the nominator and in
        ``status.nominatedNodeName``; ``pod``'s own nomination is the PostFilter result, which the
        failure handler writes), lower-priority pods nominated to the victims' nodes lose their
        nomination, and the victims are preempted, in the background unless the profile's
-       preemption is synchronous. The victims' deletions requeue the members.
+       preemption is synchronous. The victims' deletions requeue the members. The decision
+       record lists every victim, node by node.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from collections import Counter
 from collections.abc import Coroutine, Iterable, Sequence
 from typing import Any
 
+from kopf_scheduler.cache.node_info import NodeInfo
 from kopf_scheduler.cache.snapshot import Snapshot
 from kopf_scheduler.framework.cycle_state import CycleState
 from kopf_scheduler.framework.handle import Handle, PodGroupLister
@@ -38,6 +42,7 @@ from kopf_scheduler.framework.status import SUCCESS, Code, Status
 from kopf_scheduler.framework.types import NominatingInfo, PostFilterResult
 from kopf_scheduler.model.pod import PREEMPT_NEVER, Pod
 from kopf_scheduler.model.pod_group import pod_group_key
+from kopf_scheduler.plugins.coscheduling.resource_gap import describe_gap, resource_gap
 from kopf_scheduler.ports import PodStatusPatch
 from kopf_scheduler.preemption.evaluator import Evaluator, PreemptionSettings
 from kopf_scheduler.preemption.executor import (
@@ -53,8 +58,17 @@ from kopf_scheduler.preemption.gang import (
     GroupOf,
     plan_gang_preemption,
 )
+from kopf_scheduler.preemption.record import (
+    CRITERION_GANG_PLAN,
+    OUTCOME_NO_CANDIDATE,
+    OUTCOME_NOMINATED,
+    PREEMPTION_RECORD,
+    PreemptionRecord,
+)
 from kopf_scheduler.preemption.victims import is_preemption_allowed
 
+NO_PLAN = "gang preemption"
+"""How a refusal to plan starts, in the preemption record's reason."""
 WAITING_FOR_VICTIMS = "waiting for the victims of the group's preemption to terminate"
 PLACED_ELSEWHERE = "the group's preemption made room for other members"
 
@@ -83,10 +97,11 @@ class GangPreemption:
         if self._victims_still_going(group_key, members, snapshot):
             return None, Status(Code.UNSCHEDULABLE, WAITING_FOR_VICTIMS)
         settings = _preemption_settings(framework)
+        needed = max(0, group.min_member - placed_by_group[group_key])
         plan = plan_gang_preemption(
             GangRequest(
                 members=members,
-                needed=max(0, group.min_member - placed_by_group[group_key]),
+                needed=needed,
                 framework=framework,
                 snapshot=snapshot,
                 pdbs=handle.pdbs(),
@@ -95,18 +110,34 @@ class GangPreemption:
                 settings=settings,
             )
         )
+        refusal = ""
         if plan is None or not plan.placements:
+            refusal = f"{NO_PLAN}: no room can be made for {needed} members of PodGroup {group_key}"
+        else:
+            # PreFilter left the free capacity to the plan: the plan must leave room for it.
+            gap = resource_gap(group, _after(snapshot, plan))
+            if gap is not None:
+                refusal = (
+                    f"{NO_PLAN}: PodGroup {group_key} would still lack its minResources, "
+                    f"{describe_gap(gap)}"
+                )
+        if plan is None or refusal:
             self._planned.pop(group_key, None)
+            state.write(
+                PREEMPTION_RECORD,
+                PreemptionRecord(pod.key, OUTCOME_NO_CANDIDATE, reason=refusal),
+            )
             return None
         self._planned[group_key] = dict(plan.placements)
         by_uid = {member.uid: member for member in members}
         others = [(by_uid[uid], node) for uid, node in plan.placements.items() if uid != pod.uid]
         for member, node in others:
             handle.nominator.add_nominated_pod(member, NominatingInfo.override(node))
+        own_node = plan.placements.get(pod.uid)
+        state.write(PREEMPTION_RECORD, _record(pod, own_node or "", plan))
         status = self._carry_out(plan, by_uid, others, settings.async_preemption)
         if not status.is_success():
             return None, status
-        own_node = plan.placements.get(pod.uid)
         if own_node is None:
             return None, Status(Code.UNSCHEDULABLE, PLACED_ELSEWHERE)
         return PostFilterResult(NominatingInfo.override(own_node)), SUCCESS
@@ -200,6 +231,38 @@ class GangPreemption:
                 await writer.patch_status(
                     member, PodStatusPatch(set_nominated_node_name=True, nominated_node_name=node)
                 )
+
+
+def _after(snapshot: Snapshot, plan: GangPlan) -> list[NodeInfo]:
+    """The nodes as the plan leaves them: its victims and the pods already terminating gone
+    (their room is coming back; the plan counted it as free)."""
+    nodes = []
+    for info in snapshot.node_info_list:
+        gone = [pod for pod in info.pods if pod.is_terminating]
+        gone.extend(plan.victims_by_node.get(info.name, ()))
+        if gone:
+            info = info.clone()  # noqa: PLW2901
+            for pod in gone:
+                info.remove_pod(pod)
+        nodes.append(info)
+    return nodes
+
+
+def _record(pod: Pod, own_node: str, plan: GangPlan) -> PreemptionRecord:
+    """The decision record of a plan: every victim, and where each one goes from."""
+    by_node = tuple(
+        (node, tuple(victim.key for victim in victims))
+        for node, victims in plan.victims_by_node.items()
+    )
+    return PreemptionRecord(
+        pod.key,
+        OUTCOME_NOMINATED,
+        nominated_node=own_node,
+        victims=tuple(key for _, keys in by_node for key in keys),
+        num_pdb_violations=plan.pdb_violations,
+        deciding_criterion=CRITERION_GANG_PLAN,
+        victims_by_node=by_node,
+    )
 
 
 def _placed(snapshot: Snapshot) -> tuple[frozenset[str], Counter[str]]:

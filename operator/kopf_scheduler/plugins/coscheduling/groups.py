@@ -1,5 +1,5 @@
-"""What Coscheduling knows about pod groups across attempts: where their members stand, which
-groups are backing off, and whether the cluster has room for a group's minimum resources.
+"""What Coscheduling knows about pod groups across attempts: where their members stand and which
+groups are backing off.
 
 Members count as *placed* when the scheduler's snapshot has them on a node: bound, or assumed
 (waiting at Permit or binding). As upstream, that is found by going through the snapshot's pods,
@@ -19,7 +19,6 @@ from kopf_scheduler.cache.node_info import NodeInfo
 from kopf_scheduler.framework.handle import PodGroupLister
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.pod_group import POD_GROUP_LABEL, PodGroup, pod_group_key
-from kopf_scheduler.model.resources import CPU, PODS
 
 
 def group_of(pod: Pod) -> str | None:
@@ -87,49 +86,3 @@ class GroupManager:
         """Start the group's back-off, if configured and not running already."""
         if self._backoff_seconds > 0 and not self.in_backoff(group_key):
             self._backoff_until[group_key] = self._now() + self._backoff_seconds
-
-    # Minimum resources ------------------------------------------------------------------------
-
-    def resource_gap(self, group: PodGroup) -> dict[str, int] | None:
-        """What the cluster lacks, by resource, to hold ``group.minResources`` and ``minMember``
-        pods; ``None`` when it has room.
-
-        Each node offers its allocatable minus what its pods request, the group's own members
-        not counted (the minimum includes them); a node requesting more than it has offers
-        nothing of that resource.
-        """
-        if group.min_resources is None:
-            return None
-        gap = {name: group.min_resources.get(name) for name in group.min_resources.names()}
-        gap[PODS] = group.min_member
-        own: dict[str, list[Pod]] = {}
-        for info, member in self._placed(group.key):
-            own.setdefault(info.name, []).append(member)
-        for info in self._nodes():
-            if info.node is None:
-                continue
-            free = info.allocatable.copy()
-            free.subtract(info.requested)
-            members = own.get(info.name, [])
-            for member in members:
-                free.add(member.requests)
-            free.allowed_pod_number = info.allocatable.allowed_pod_number - (
-                len(info.pods) - len(members)
-            )
-            gap = {
-                name: amount - max(0, free.get(name))
-                for name, amount in gap.items()
-                if amount - max(0, free.get(name)) > 0
-            }
-            if not gap:
-                return None
-        return gap or None
-
-
-def describe_gap(gap: dict[str, int]) -> str:
-    """``cpu 1500m, memory 1073741824``: what a group lacks, as :meth:`GroupManager.resource_gap`
-    gives it."""
-    return ", ".join(
-        f"{name} {amount}m" if name == CPU else f"{name} {amount}"
-        for name, amount in sorted(gap.items())
-    )

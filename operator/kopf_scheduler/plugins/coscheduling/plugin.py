@@ -4,25 +4,31 @@
   then the earlier of the group's creation time (for a member) or the pod's first attempt (for a
   pod of no group), then ``namespace/name``. A profile enabling Coscheduling disables
   PrioritySort, whose place it takes.
-- **PreFilter** turns a member away while its PodGroup does not exist, while the group backs off
-  after a failure, while fewer than ``minMember`` of its pods exist, or while the cluster's free
-  capacity cannot hold ``minResources``; once ``minMember`` members are placed, further members
-  pass without these checks.
+- **PreFilter** turns a member away while the group backs off after a failure, while fewer than
+  ``minMember`` of its pods exist, or while the cluster's free capacity cannot hold
+  ``minResources``; once ``minMember`` members are placed, further members pass without these
+  checks. A member whose PodGroup does not exist passes, so that preemption still runs for it
+  when it finds no node, and Permit turns it away.
 - **Permit** holds each member, assumed on its node, until ``minMember`` members are placed, then
-  lets them all go; a member waits at most the group's ``scheduleTimeoutSeconds``, else
-  ``permitWaitingTimeSeconds``.
+  lets them all go; a member waits at most the group's ``scheduleTimeoutSeconds``, else (absent
+  or 0) ``permitWaitingTimeSeconds``. A member of a missing PodGroup is rejected here.
 - **PostFilter** (a member found no node) first asks the gang preemptor (by default
   :class:`~.gang_preemption.GangPreemption`) to make room for the whole group; per-pod
   preemption leaves the members of a group short of ``minMember`` to it. Without a plan,
-  PostFilter and **Unreserve** (a member's Permit timed out or was rejected, or its binding
-  failed) reject the group's other waiting members, so no member keeps room the group cannot
-  use, and start the group's back-off.
+  PostFilter rejects the group's waiting members, so no member keeps room the group cannot
+  use, and starts the group's back-off, unless at most 10 % of ``minMember`` is missing.
+  **Unreserve** (a member's Permit timed out or was rejected, or its binding failed) rejects
+  the group's other waiting members too, without a back-off.
 - A failed group goes back through the queue like any unschedulable pod: the first member placed
   again brings back only the siblings PreFilter turned away (which no cluster event would bring
   back), not those rejected with the group; those retry after their back-off when room is given
   back by pods of other groups, a node comes, or their group changes. Room the group's own
   members give back is no news to it, so a group that cannot fit does not retry itself in a
   loop ahead of every other pod.
+- A group whose failure in PostFilter gave room back (members waiting at Permit were rejected),
+  with no other member to complete it, waits for news (:mod:`.failures`): PreFilter turns its
+  members away until something that was there at the failure changed, so two groups that
+  cannot fit do not wake each other with the room their failed attempts give back.
 
 Messages follow scheduler-plugins', so that what ``kubectl describe`` shows reads the same.
 """
@@ -52,18 +58,18 @@ from kopf_scheduler.framework.types import (
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.pod_group import PodGroup
 from kopf_scheduler.plugins.coscheduling.args import CoschedulingArgs
+from kopf_scheduler.plugins.coscheduling.failures import NOTHING_CHANGED, FailureMemory
 from kopf_scheduler.plugins.coscheduling.gang_preemption import GangPreemption
-from kopf_scheduler.plugins.coscheduling.groups import (
-    GroupManager,
-    describe_gap,
-    group_of,
-    is_member,
-)
+from kopf_scheduler.plugins.coscheduling.groups import GroupManager, group_of, is_member
 from kopf_scheduler.plugins.coscheduling.preemptor import GangPreemptor
+from kopf_scheduler.plugins.coscheduling.resource_gap import describe_gap, resource_gap
 from kopf_scheduler.plugins.coscheduling.state import group_state
 from kopf_scheduler.preemption.gang import GANG_PREEMPTION, PLANNING
 
 NAME = "Coscheduling"
+
+POD_GROUP_MISSING = "can not find pod group"
+"""PostFilter's message for a member whose PodGroup does not exist (Permit rejects it)."""
 
 SMALL_GAP = 0.1
 """PostFilter leaves the group's waiting members alone when at most this share of ``minMember``
@@ -88,6 +94,7 @@ class Coscheduling:
             handle.now,
             args.pod_group_backoff_seconds,
         )
+        self._failures = FailureMemory()
         self._turned_away: dict[str, set[str]] = {}
         """Group key -> UIDs of members PreFilter turned away since the group's last start."""
 
@@ -123,7 +130,8 @@ class Coscheduling:
             return None, SUCCESS
         group = self._groups.get(key)
         if group is None:
-            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"PodGroup {key} not found")
+            # Permit turns it away; until then it goes through the cycle (and preemption).
+            return None, SUCCESS
         if self._groups.in_backoff(key):
             # Unresolvable, as every PreFilter rejection here: preemption must not evict pods
             # for a member its own group will turn away again.
@@ -139,15 +147,16 @@ class Coscheduling:
                 f"pre-filter pod {pod.name} cannot find enough sibling pods, "
                 f"current pods number: {members}, minMember of group: {group.min_member}",
             )
+        if self._failures.waits(group, members, self._handle.snapshot.node_info_list):
+            return None, self._turn_away(key, pod, f"podGroup {key} failed and {NOTHING_CHANGED}")
         # A gang preemption plan is about to change the free capacity: it checks the room itself.
-        gap = None if state.get(PLANNING) else self._groups.resource_gap(group)
+        gap = (
+            None
+            if state.get(PLANNING)
+            else resource_gap(group, self._handle.snapshot.node_info_list)
+        )
         if gap is not None:
-            return None, self._turn_away(
-                key,
-                pod,
-                f"PodGroup {key} does not fit in the cluster's free capacity, "
-                f"resource gap: {describe_gap(gap)}",
-            )
+            return None, self._turn_away(key, pod, describe_gap(gap))
         if self._gang_preemptor is not None and not _gap_is_small(group, placed):
             state.write(GANG_PREEMPTION, True)
         return None, SUCCESS
@@ -165,28 +174,38 @@ class Coscheduling:
         self, state: CycleState, pod: Pod, node_to_status: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status]:
         key = group_of(pod)
-        group = self._groups.get(key) if key is not None else None
-        if key is None or group is None:
+        if key is None:
             return None, Status(Code.UNSCHEDULABLE)
+        group = self._groups.get(key)
+        if group is None:
+            return None, Status(Code.UNSCHEDULABLE, POD_GROUP_MISSING)
         placed = self._groups.placed_count(key, but=pod)
         if placed >= group.min_member:
             return None, Status(Code.UNSCHEDULABLE)
         if _gap_is_small(group, placed):
             return None, Status(Code.UNSCHEDULABLE)
+        rejected = _rejected_by_post_filter(key, pod)
+        if key in self._failures:
+            # PreFilter turned the member away: the group waits for news, no plan can help.
+            return None, rejected
         if self._gang_preemptor is not None and self._handle.framework is not None:
             handled = self._gang_preemptor.preempt_for_group(
                 self._handle.framework, state, pod, key
             )
             if handled is not None:
                 return handled
-        self._reject_waiting(key, "optimistic rejection in PostFilter")
-        if self._groups.member_count(key) >= group.min_member:
+        gave_back = self._reject_waiting(key, "optimistic rejection in PostFilter")
+        members = self._groups.member_count(key)
+        if members >= group.min_member:
             self._groups.back_off(key)
-        return None, Status(
-            Code.UNSCHEDULABLE,
-            f"PodGroup {key} gets rejected due to Pod {pod.name} "
-            "is unschedulable even after PostFilter",
-        )
+        # Members not on a node yet: this one and its pending siblings, less those just
+        # rejected at Permit (still unbound in the store). No more than the group lacks: no
+        # other member could complete it instead.
+        to_place = len(self._groups.pending_members(key, but=pod)) + 1 - gave_back
+        if gave_back and to_place <= group.min_member - placed:
+            self._failures.forget_missing(lambda known: self._groups.get(known) is not None)
+            self._failures.remember(group, members, self._handle.snapshot.node_info_list)
+        return None, rejected
 
     # Reserve ----------------------------------------------------------------------------------
 
@@ -198,7 +217,6 @@ class Coscheduling:
         if key is None or self._groups.get(key) is None:
             return
         self._reject_waiting(key, "rejection in Unreserve")
-        self._groups.back_off(key)
 
     # Permit -----------------------------------------------------------------------------------
 
@@ -223,14 +241,18 @@ class Coscheduling:
         return Status(Code.WAIT), self._wait_seconds(group)
 
     def _wait_seconds(self, group: PodGroup) -> float:
-        if group.schedule_timeout_seconds is not None:
+        if group.schedule_timeout_seconds:
             return float(group.schedule_timeout_seconds)
         return float(self._args.permit_waiting_time_seconds)
 
-    def _reject_waiting(self, group_key: str, message: str) -> None:
+    def _reject_waiting(self, group_key: str, message: str) -> int:
+        """Reject the group's members waiting at Permit; how many there were."""
+        rejected = 0
         for waiting in self._handle.waiting_pods():
             if is_member(waiting.pod, group_key):
                 waiting.reject(NAME, message)
+                rejected += 1
+        return rejected
 
     # Requeueing -------------------------------------------------------------------------------
 
@@ -244,20 +266,48 @@ class Coscheduling:
                 _is_schedulable_after_pod_group_change,
             ),
             ClusterEventWithHint(
+                # The node changes a failed group waits for (.failures), besides new room.
                 ClusterEvent(
-                    EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE
+                    EventResource.NODE,
+                    ActionType.ADD
+                    | ActionType.UPDATE_NODE_ALLOCATABLE
+                    | ActionType.UPDATE_NODE_LABEL
+                    | ActionType.UPDATE_NODE_TAINT,
                 )
             ),
             ClusterEventWithHint(
                 ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE),
-                _is_schedulable_after_assigned_pod_deleted,
+                self._is_schedulable_after_assigned_pod_deleted,
             ),
         ]
+
+    def _is_schedulable_after_assigned_pod_deleted(
+        self, pod: Pod, old: Any, new: Any
+    ) -> QueueingHint:
+        """Room given back helps a member, unless its own group gave it back (its failed
+        attempt ending, which is no news to the group), or its group failed and the pod was not
+        there then (its room was free at the failure)."""
+        if not isinstance(old, Pod):
+            return QueueingHint.QUEUE
+        key = group_of(pod)
+        if key is None:
+            return QueueingHint.QUEUE
+        if group_of(old) == key or self._failures.room_was_held(key, old.uid) is False:
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE
 
     # Decision records ---------------------------------------------------------------------------
 
     def explain_pod(self, pod: Pod) -> Mapping[str, Any] | None:
         return group_state(self._groups, self._handle.waiting_pods(), pod)
+
+
+def _rejected_by_post_filter(group_key: str, pod: Pod) -> Status:
+    return Status(
+        Code.UNSCHEDULABLE,
+        f"PodGroup {group_key} gets rejected due to Pod {pod.name} "
+        "is unschedulable even after PostFilter",
+    )
 
 
 def _gap_is_small(group: PodGroup, placed: int) -> bool:
@@ -274,17 +324,6 @@ def _is_schedulable_after_pod_added(pod: Pod, old: Any, new: Any) -> QueueingHin
     if key is not None and group_of(new) == key:
         return QueueingHint.QUEUE
     return QueueingHint.QUEUE_SKIP
-
-
-def _is_schedulable_after_assigned_pod_deleted(pod: Pod, old: Any, new: Any) -> QueueingHint:
-    """Room given back helps a member, unless its own group gave it back (its failed attempt
-    ending, which is no news to the group)."""
-    if not isinstance(old, Pod):
-        return QueueingHint.QUEUE
-    key = group_of(pod)
-    if key is not None and group_of(old) == key:
-        return QueueingHint.QUEUE_SKIP
-    return QueueingHint.QUEUE
 
 
 def _is_schedulable_after_pod_group_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
