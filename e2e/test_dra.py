@@ -15,61 +15,19 @@ and runs with ``-m gangs`` (``make e2e-dra-gangs``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import pytest
-
 from e2e.support import dra
+from e2e.support.dra import CLAIM_ENTRY, REQUEST, TestDevices
 from e2e.support.env import TestEnv
 from e2e.support.kubectl import Kubectl, condition, node_name, nominated_node
 from e2e.support.messages import NOT_HELPFUL, expected_message
-from e2e.support.objects import ISOLATION_KEY
 from e2e.support.polling import holds_for, wait_until
 
-CLAIM_ENTRY = "gpu"
-REQUEST = "gpu"
 DELETE_PROTECTION = "resource.kubernetes.io/delete-protection"
 CANNOT_ALLOCATE = "cannot allocate all claims"
 STILL_NOT_SCHEDULABLE = "still not schedulable"
-
-
-class TestDevices:
-    """The test's DeviceClass and the ResourceSlices of its nodes, deleted at teardown."""
-
-    __test__ = False
-
-    def __init__(self, env: TestEnv) -> None:
-        self.env = env
-        self.labels = {ISOLATION_KEY: env.id}
-        self.class_name = f"gpu-{env.id}"
-        env.kubectl.create(dra.device_class(self.class_name, dra.EXAMPLE_DRIVER, self.labels))
-
-    def publish(self, nodes: Sequence[str], gpus: int = dra.EXAMPLE_GPUS_PER_NODE) -> None:
-        self.env.kubectl.create(
-            *(dra.example_gpu_slice(node, gpus=gpus, labels=self.labels) for node in nodes)
-        )
-
-    def request(self, *, count: int | None = None, selectors: Sequence[str] = ()) -> dict[str, Any]:
-        return dra.exactly(REQUEST, self.class_name, count=count, selectors=selectors)
-
-    def template(self, name: str, **request: Any) -> dict[str, Any]:
-        spec = dra.claim_spec([self.request(**request)])
-        return dra.claim_template(name, self.env.namespace, spec)
-
-    def close(self) -> None:
-        selector = f"{ISOLATION_KEY}={self.env.id}"
-        self.env.kubectl.run("delete", "resourceslices", "-l", selector, "--ignore-not-found")
-        self.env.kubectl.delete("deviceclass", self.class_name)
-
-
-@pytest.fixture
-def devices(env: TestEnv) -> Iterator[TestDevices]:
-    test_devices = TestDevices(env)
-    try:
-        yield test_devices
-    finally:
-        test_devices.close()
 
 
 # -- helpers -------------------------------------------------------------------------------

@@ -24,7 +24,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from .objects import ISOLATION_KEY
+
+if TYPE_CHECKING:
+    from .env import TestEnv
 
 RESOURCE_API = "resource.k8s.io/v1"
 
@@ -39,6 +44,11 @@ PERF_DRIVER = "test-driver.cdi.k8s.io"
 """The driver name of scheduler_perf's DRA workloads."""
 PERF_DEVICE_CLASS = "test-class"
 PERF_CLAIM_TEMPLATE = "test-claim-template"
+
+CLAIM_ENTRY = "gpu"
+"""The e2e pods' entry in ``spec.resourceClaims``."""
+REQUEST = "gpu"
+"""The name of the e2e claims' one request."""
 
 _UUID_NAMESPACE = uuid.UUID("6ba7b811-9dad-11d1-80b4-00c04fd430c8")  # RFC 4122's URL namespace
 
@@ -227,3 +237,32 @@ def pod_claim_name(pod: Mapping[str, Any], entry: str) -> str | None:
             name = status.get("resourceClaimName")
             return str(name) if name else None
     return None
+
+
+class TestDevices:
+    """An e2e test's DeviceClass (named after the test) and the ResourceSlices of its nodes,
+    all labelled with the test's id and deleted at teardown."""
+
+    __test__ = False  # not a test class, despite the name
+
+    def __init__(self, env: TestEnv) -> None:
+        self.env = env
+        self.labels = {ISOLATION_KEY: env.id}
+        self.class_name = f"gpu-{env.id}"
+        env.kubectl.create(device_class(self.class_name, EXAMPLE_DRIVER, self.labels))
+
+    def publish(self, nodes: Sequence[str], gpus: int = EXAMPLE_GPUS_PER_NODE) -> None:
+        self.env.kubectl.create(
+            *(example_gpu_slice(node, gpus=gpus, labels=self.labels) for node in nodes)
+        )
+
+    def request(self, *, count: int | None = None, selectors: Sequence[str] = ()) -> dict[str, Any]:
+        return exactly(REQUEST, self.class_name, count=count, selectors=selectors)
+
+    def template(self, name: str, **request: Any) -> dict[str, Any]:
+        return claim_template(name, self.env.namespace, claim_spec([self.request(**request)]))
+
+    def close(self) -> None:
+        selector = f"{ISOLATION_KEY}={self.env.id}"
+        self.env.kubectl.run("delete", "resourceslices", "-l", selector, "--ignore-not-found")
+        self.env.kubectl.delete("deviceclass", self.class_name)
