@@ -333,7 +333,11 @@ def init_claim_name(pod_name: str) -> str:
 
 
 def init_claim(pod_name: str, namespace: str) -> Raw:
-    return dra.claim(init_claim_name(pod_name), namespace, claim_spec())
+    """An init pod's claim with the finalizer the scheduler's PreBind adds along with the
+    allocation: the resource-claim controller then deallocates it and lets it go with its pod."""
+    raw = dra.claim(init_claim_name(pod_name), namespace, claim_spec())
+    raw["metadata"]["finalizers"] = [dra.DELETE_PROTECTION]
+    return raw
 
 
 def init_claim_status(node_name: str, device_index: int, pod_name: str, pod_uid: str) -> Raw:

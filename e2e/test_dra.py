@@ -25,7 +25,6 @@ from e2e.support.kubectl import Kubectl, condition, node_name, nominated_node
 from e2e.support.messages import NOT_HELPFUL, expected_message
 from e2e.support.polling import holds_for, wait_until
 
-DELETE_PROTECTION = "resource.kubernetes.io/delete-protection"
 CANNOT_ALLOCATE = "cannot allocate all claims"
 STILL_NOT_SCHEDULABLE = "still not schedulable"
 
@@ -79,7 +78,7 @@ def _assert_allocation(found: Mapping[str, Any], node: str, devices: Sequence[st
         {"request": REQUEST, "driver": dra.EXAMPLE_DRIVER, "pool": node, "device": device}
         for device in devices
     ]
-    assert DELETE_PROTECTION in found["metadata"].get("finalizers", [])
+    assert dra.DELETE_PROTECTION in found["metadata"].get("finalizers", [])
 
 
 def _assert_reserved_for(env: TestEnv, found: Mapping[str, Any], pods: Sequence[str]) -> None:

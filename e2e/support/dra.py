@@ -45,6 +45,9 @@ PERF_DRIVER = "test-driver.cdi.k8s.io"
 PERF_DEVICE_CLASS = "test-class"
 PERF_CLAIM_TEMPLATE = "test-claim-template"
 
+DELETE_PROTECTION = "resource.kubernetes.io/delete-protection"
+"""The finalizer the scheduler puts on a claim it allocates; the resource-claim controller
+removes it once the claim is deallocated."""
 CLAIM_ENTRY = "gpu"
 """The e2e pods' entry in ``spec.resourceClaims``."""
 REQUEST = "gpu"
