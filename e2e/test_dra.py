@@ -9,8 +9,8 @@ events and their exact messages.
 
 The expectations are kube-scheduler v1.34.10's behaviour on this control plane:
 ``E2E_SCHEDULER=upstream`` runs the scenarios that take ``scheduler_name`` against it, the
-default against the project's scheduler. The gang of device pods needs the Coscheduling profile
-and runs with ``-m gangs`` (``make e2e-dra-gangs``).
+default against the project's scheduler. The gang of device pods needs the Coscheduling profile:
+it is in ``test_gangs.py`` (``make e2e-gangs``).
 """
 
 from __future__ import annotations
