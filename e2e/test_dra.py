@@ -22,7 +22,7 @@ from e2e.support import dra
 from e2e.support.dra import CLAIM_ENTRY, REQUEST, TestDevices
 from e2e.support.env import TestEnv
 from e2e.support.kubectl import Kubectl, condition, node_name, nominated_node
-from e2e.support.messages import NOT_HELPFUL, expected_message
+from e2e.support.messages import expected_message
 from e2e.support.polling import holds_for, wait_until
 
 CANNOT_ALLOCATE = "cannot allocate all claims"
@@ -113,8 +113,10 @@ def _wait_failed_scheduling(
     own: Mapping[str, str],
     postfilter: str,
     scheduler_name: str,
+    own_preemption: Mapping[str, str] | None = None,
 ) -> str:
-    """The exact message (every node of the cluster counted) in the condition and an event."""
+    """The exact message (every node of the cluster counted) in the condition and an event;
+    ``own``/``own_preemption``: the test's nodes' filter and preemption reasons."""
     name = manifest["metadata"]["name"]
     seen: dict[str, str | None] = {}
 
@@ -122,7 +124,9 @@ def _wait_failed_scheduling(
         pod = env.get_pod(name)
         scheduled = condition(pod, "PodScheduled") if pod else None
         seen["actual"] = scheduled.get("message") if scheduled else None
-        seen["expected"] = expected_message(kube.nodes(), manifest, own, postfilter=postfilter)
+        seen["expected"] = expected_message(
+            kube.nodes(), manifest, own, own_preemption, postfilter=postfilter
+        )
         return seen["actual"] if seen["actual"] == seen["expected"] else None
 
     message = wait_until(
@@ -303,13 +307,14 @@ def test_device_holders_are_not_preempted_for_a_device(
     assert still is not None and dra.allocated_devices(still) == dra.allocated_devices(held)
 
 
-def test_not_helpful_is_the_preemption_part_for_device_nodes(
+def test_preemption_that_would_free_cpu_still_finds_the_device_taken(
     kube: Kubectl, env: TestEnv, devices: TestDevices, scheduler_name: str
 ) -> None:
-    """The same refusal when the node is also out of CPU that a victim would free: the CPU
-    filter fails first, so preemption runs the node's filters without the victim, and the
-    DynamicResources Filter still finds the device taken (a victim's claim stays allocated
-    until its pod is gone); no victim is chosen."""
+    """The node is also out of CPU, which evicting the holder would free. NodeResourcesFit
+    fails first (Unschedulable, so the node is a preemption candidate); the dry run without
+    the holder then runs DynamicResources' Filter, which still finds the only device allocated
+    (the holder's claim stays allocated until its pod is gone), so the node's preemption reason
+    is "cannot allocate all claims" and nobody is evicted."""
     [node] = env.create_nodes(1, cpu="2")
     devices.publish([node], gpus=1)
     env.create(devices.template("one-gpu"))
@@ -320,6 +325,7 @@ def test_not_helpful_is_the_preemption_part_for_device_nodes(
         )
     )
     assert env.wait_bound("holder") == node
+    _wait_allocated(env, _generated_claim(env, "holder"))
     preemptor = dra.with_claims(
         env.pod("high", cpu="2", scheduler=scheduler_name, priority_class="e2e-p100"),
         templates={CLAIM_ENTRY: "one-gpu"},
@@ -332,6 +338,49 @@ def test_not_helpful_is_the_preemption_part_for_device_nodes(
         {node: "Insufficient cpu"},
         STILL_NOT_SCHEDULABLE,
         scheduler_name,
+        own_preemption={node: CANNOT_ALLOCATE},
     )
-    assert holds_for(lambda: not env.pod_events("holder", "Preempted"), seconds=3)
-    assert NOT_HELPFUL  # the preemption part of the other nodes
+
+    def untouched() -> bool:
+        holder = env.get_pod("holder")
+        high = env.get_pod("high")
+        return (
+            holder is not None
+            and "deletionTimestamp" not in holder["metadata"]
+            and high is not None
+            and nominated_node(high) is None
+        )
+
+    assert holds_for(untouched, seconds=3)
+    assert not env.pod_events("holder", "Preempted")
+
+
+def test_a_device_holder_is_an_ordinary_victim_for_a_pod_without_claims(
+    env: TestEnv, devices: TestDevices, scheduler_name: str
+) -> None:
+    """Preemption for CPU evicts a pod that holds a device like any other victim; its claim,
+    made for it from a template, goes with it (the resource-claim controller deletes it)."""
+    [node] = env.create_nodes(1, cpu="2")
+    devices.publish([node], gpus=1)
+    env.create(devices.template("one-gpu"))
+    env.create(
+        dra.with_claims(
+            env.pod("holder", cpu="2", scheduler=scheduler_name, priority_class="e2e-p10", grace=1),
+            templates={CLAIM_ENTRY: "one-gpu"},
+        )
+    )
+    assert env.wait_bound("holder") == node
+    held = _wait_allocated(env, _generated_claim(env, "holder"))
+    env.create(env.pod("high", cpu="2", scheduler=scheduler_name, priority_class="e2e-p100"))
+
+    [preempted] = env.wait_event("holder", "Preempted")
+    assert preempted["reportingController"] == scheduler_name
+    high = env.get_pod("high")
+    assert high is not None
+    assert preempted["note"] == f"Preempted by pod {high['metadata']['uid']} on node {node}"
+    assert env.wait_bound("high") == node
+    wait_until(
+        lambda: _claim(env, held["metadata"]["name"]) is None,
+        timeout=30,
+        what="the holder's claim deleted with it",
+    )
