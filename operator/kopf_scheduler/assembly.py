@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kopf_scheduler.cache.cache import DEFAULT_ASSUMED_POD_TTL, Cache
+from kopf_scheduler.cache.dra import DraCache
 from kopf_scheduler.cache.snapshot import Snapshot
 from kopf_scheduler.cache.storage import StorageCache
 from kopf_scheduler.config.profiles import build_profile_plugins
@@ -29,6 +30,7 @@ from kopf_scheduler.ports import (
     NullMetrics,
     PodDeleter,
     PodStatusWriter,
+    ResourceClaimWriter,
     StorageWriter,
 )
 from kopf_scheduler.queue.nominator import Nominator
@@ -50,6 +52,7 @@ class Ports:
     event_recorder: EventRecorder
     metrics: Metrics | None = None
     storage_writer: StorageWriter | None = None
+    claim_writer: ResourceClaimWriter | None = None
 
 
 @dataclass
@@ -60,6 +63,8 @@ class ClusterView:
     pdbs: Callable[[], list[PodDisruptionBudget]]
     storage: StorageCache = field(default_factory=StorageCache)
     pod_groups: PodGroupLister | None = None
+    dra: DraCache = field(default_factory=DraCache)
+    """Empty when no profile enables DynamicResources (nothing of it is watched then)."""
 
 
 def build_scheduler(
@@ -122,6 +127,8 @@ def build_scheduler(
             storage_writer=ports.storage_writer,
             workload_selectors=workload_selectors,
             pod_groups=view.pod_groups,
+            dra=view.dra,
+            claim_writer=ports.claim_writer,
         )
         frameworks[profile.scheduler_name] = Framework(
             profile.scheduler_name,

@@ -124,6 +124,30 @@ class StorageWriter(Protocol):
         """Update a PersistentVolumeClaim; returns the object as stored."""
 
 
+class ResourceClaimWriter(Protocol):
+    """The writes of dynamic resource allocation to ResourceClaims (``resource.k8s.io/v1``).
+
+    Updates are full-object PUTs carrying the resourceVersion they were based on, so a stale
+    copy fails with :class:`ConflictError`; a deleted claim raises :class:`NotFoundError`. The
+    reply is the claim as stored.
+    """
+
+    async def get_resource_claim(self, namespace: str, name: str) -> Mapping[str, Any]:
+        """The claim as the API server has it now (after a conflict)."""
+
+    async def update_resource_claim(self, raw: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Update the claim's metadata and spec (its finalizers)."""
+
+    async def update_resource_claim_status(self, raw: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Update the ``status`` subresource (allocation, reservedFor)."""
+
+    async def remove_resource_claim_reservation(
+        self, namespace: str, name: str, claim_uid: str, pod_uid: str
+    ) -> None:
+        """Take the pod out of ``status.reservedFor`` (a strategic-merge patch with a UID
+        precondition on the claim)."""
+
+
 @dataclass(frozen=True)
 class Event:
     """An events.k8s.io/v1 Event about a pod, as ``kubectl describe`` shows it."""

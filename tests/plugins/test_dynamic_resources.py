@@ -1,7 +1,7 @@
-"""DynamicResources for pods without ResourceClaims (the only ones kopf-scheduler places): the
-PreFilter skip and its state, the PostFilter message, the ``not found`` error when PreFilter
-never ran, the rejection of pods that do use claims, and the plugin's arguments. The claimless
-cases follow upstream's dynamicresources_test.go ("empty")."""
+"""DynamicResources for pods without ResourceClaims: the PreFilter skip and its state, the
+PostFilter message, the ``not found`` error when PreFilter never ran, and the plugin's
+arguments. The claimless cases follow upstream's dynamicresources_test.go ("empty"); pods with
+claims are in test_dynamic_resources_claims.py."""
 
 from __future__ import annotations
 
@@ -27,10 +27,6 @@ from kopf_scheduler.plugins.dynamic_resources import (
 from tests.builders import PodBuilder, make_node, make_pod, node_info
 
 NOT_FOUND = Status(Code.ERROR, STATE_NOT_FOUND)
-UNSUPPORTED = (
-    "pod has resource claims ({}), but dynamic resource allocation is not supported "
-    "by this scheduler"
-)
 
 
 def _plugin() -> DynamicResources:
@@ -98,70 +94,6 @@ async def test_every_point_after_prefilter_needs_its_state() -> None:
     assert plugin.filter(CycleState(), pod, node_info(make_node("n1"))) == NOT_FOUND
     assert plugin.reserve(CycleState(), pod, "n1") == NOT_FOUND
     assert await plugin.pre_bind(CycleState(), pod, "n1") == NOT_FOUND
-
-
-@pytest.mark.parametrize(
-    ("claims", "statuses", "names"),
-    [
-        pytest.param(
-            [{"name": "gpu", "resourceClaimName": "shared-gpu"}], [], "gpu", id="claim-by-name"
-        ),
-        pytest.param(
-            [{"name": "gpu", "resourceClaimTemplateName": "gpu-template"}],
-            [],
-            "gpu",
-            id="template-claim-not-created-yet",
-        ),
-        pytest.param(
-            [{"name": "gpu", "resourceClaimTemplateName": "gpu-template"}],
-            [{"name": "gpu", "resourceClaimName": "p-gpu-x7k2"}],
-            "gpu",
-            id="template-claim-created",
-        ),
-        pytest.param(
-            [
-                {"name": "gpu", "resourceClaimName": "shared-gpu"},
-                {"name": "nic", "resourceClaimTemplateName": "nic-template"},
-                {"name": "fpga", "resourceClaimTemplateName": "fpga-template"},
-            ],
-            [{"name": "fpga"}],
-            "gpu, nic",
-            id="several-claims-one-not-needed",
-        ),
-    ],
-)
-def test_pod_with_resource_claims_is_rejected_as_unresolvable(
-    claims: list[dict[str, Any]], statuses: list[dict[str, Any]], names: str
-) -> None:
-    plugin = _plugin()
-    pod = _with_claims(make_pod("p"), claims, statuses)
-    state, status = _pre_filtered(pod)
-    assert status == Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, UNSUPPORTED.format(names))
-    # As upstream, the state is written before the claims are looked at.
-    assert plugin.post_filter(state, pod, NodeToStatus())[1] == Status(
-        Code.UNSCHEDULABLE, NO_CLAIMS_TO_DEALLOCATE
-    )
-
-
-@pytest.mark.parametrize(
-    "claims",
-    [
-        pytest.param([], id="empty-list"),
-        pytest.param(
-            [{"name": "gpu", "resourceClaimTemplateName": "gpu-template"}],
-            id="template-claim-not-needed",
-        ),
-    ],
-)
-def test_pod_without_a_claim_to_allocate_skips(claims: list[dict[str, Any]]) -> None:
-    """A template entry whose status names no claim needed none (upstream skips it)."""
-    pod = _with_claims(make_pod("p"), claims, [{"name": "gpu"}])
-    _, status = _pre_filtered(pod)
-    assert status.code == Code.SKIP
-
-
-def test_no_cluster_event_can_help_a_rejected_pod() -> None:
-    assert _plugin().events_to_register() == []
 
 
 @pytest.mark.parametrize(

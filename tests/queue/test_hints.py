@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 from typing import Any
 
@@ -110,6 +111,15 @@ def _base() -> PodBuilder:
 def test_pod_update_events(old: PodBuilder, new: PodBuilder, expected: list[str]) -> None:
     events = pod_update_events(old.pod(), new.pod())
     assert [event.name for event in events] == expected
+
+
+def test_a_recorded_generated_claim_is_its_own_pod_update_event() -> None:
+    old = _base().obj()
+    old["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "t"}]
+    new = copy.deepcopy(old)
+    new["status"]["resourceClaimStatuses"] = [{"name": "gpu", "resourceClaimName": "p-gpu-x"}]
+    events = pod_update_events(Pod(old), Pod(new))
+    assert [event.name for event in events] == ["UnscheduledPodUpdatePodGeneratedResourceClaim"]
 
 
 def test_generic_update_events_are_the_shared_constants() -> None:

@@ -49,7 +49,11 @@ async def test_the_operator_reflects_the_reflector_kinds_and_resyncs_the_rest() 
 
         reflected = {kind: r.path for kind, r in operator.reflectors.items()}
         assert reflected == {"Node": "/api/v1/nodes", "Pod": "/api/v1/pods"}
-        assert operator.sync._kinds == watched_by(Watcher.KOPF)
+        # The default profile has DynamicResources: its kinds are listed and watched too.
+        assert operator.sync._kinds == watched_by(Watcher.KOPF, {"DynamicResources"})
+        assert {"DeviceClass", "ResourceSlice", "ResourceClaim"} <= {
+            k.kind for k in operator.sync._kinds
+        }
         assert not set(reflected) & {k.kind for k in watched_by(Watcher.KOPF)}
     finally:
         await api.close()

@@ -20,7 +20,9 @@ QUANTITY_RULE = (
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 )
 SUPPORTED = (
-    "supported: PodDisruptionBudget (policy/v1), PriorityClass (scheduling.k8s.io/v1), "
+    "supported: PodDisruptionBudget (policy/v1), DeviceClass (resource.k8s.io/v1), "
+    "ResourceClaim (resource.k8s.io/v1), ResourceClaimTemplate (resource.k8s.io/v1), "
+    "ResourceSlice (resource.k8s.io/v1), PriorityClass (scheduling.k8s.io/v1), "
     "PodGroup (scheduling.x-k8s.io/v1alpha1), "
     "CSIDriver (storage.k8s.io/v1), CSINode (storage.k8s.io/v1), "
     "CSIStorageCapacity (storage.k8s.io/v1), StorageClass (storage.k8s.io/v1), "

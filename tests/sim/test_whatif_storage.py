@@ -141,9 +141,9 @@ def test_a_collection_the_identity_may_not_list_is_named(tmp_path: Path) -> None
     [
         pytest.param(
             [volume("extra")],
-            "--add takes pending pods (and PriorityClasses, Namespaces, PersistentVolumeClaims or "
-            "PodGroups they need); it got nodes, running pods, PDBs or other storage objects "
-            "['extra']",
+            "--add takes pending pods (and PriorityClasses, Namespaces, PersistentVolumeClaims, "
+            "ResourceClaims, ResourceClaimTemplates or PodGroups they need); it got nodes, "
+            "running pods, PDBs or other storage or device objects ['extra']",
             id="a-volume",
         ),
         pytest.param(

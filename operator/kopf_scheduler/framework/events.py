@@ -32,6 +32,9 @@ class EventResource(Enum):
     VOLUME_ATTACHMENT = "VolumeAttachment"
     POD_GROUP = "PodGroup"
     """scheduler-plugins' ``scheduling.x-k8s.io`` PodGroup (gang scheduling)."""
+    RESOURCE_CLAIM = "ResourceClaim"
+    RESOURCE_SLICE = "ResourceSlice"
+    DEVICE_CLASS = "DeviceClass"
     WILDCARD = "*"
 
     def matches(self, incoming: EventResource) -> bool:
@@ -57,6 +60,8 @@ class ActionType(IntFlag):
     UPDATE_POD_SCHEDULING_GATES_ELIMINATED = 1024
     UPDATE_GENERIC = 2048
     """Any other update (for objects without finer-grained update events)."""
+    UPDATE_POD_GENERATED_RESOURCE_CLAIM = 4096
+    """The pod's ``status.resourceClaimStatuses`` changed (a claim made from a template)."""
 
     UPDATE = (
         UPDATE_NODE_ALLOCATABLE
@@ -68,6 +73,7 @@ class ActionType(IntFlag):
         | UPDATE_POD_SCALE_DOWN
         | UPDATE_POD_TOLERATIONS
         | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
+        | UPDATE_POD_GENERATED_RESOURCE_CLAIM
         | UPDATE_GENERIC
     )
     ALL = ADD | DELETE | UPDATE

@@ -1,6 +1,7 @@
 """What plugins may use besides their own arguments: the snapshot, the nominator, time, chance,
-the storage objects, the PodGroups, the API ports, and a way to reach back into the framework
-(preemption runs filters itself, gang scheduling allows and rejects the pods waiting at Permit).
+the storage objects, the PodGroups, the objects of dynamic resource allocation, the API ports,
+and a way to reach back into the framework (preemption runs filters itself, gang scheduling
+allows and rejects the pods waiting at Permit).
 
 The scheduler builds one Handle per profile, whole, before the profile's plugins are built
 (``assembly.py``).
@@ -13,6 +14,7 @@ import random
 from collections.abc import Callable, Collection, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol
 
+from kopf_scheduler.cache.dra import DraCache
 from kopf_scheduler.cache.snapshot import Snapshot
 from kopf_scheduler.cache.storage import StorageCache
 from kopf_scheduler.framework.pod_nominator import NoNominations, PodNominator
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
         EventRecorder,
         PodDeleter,
         PodStatusWriter,
+        ResourceClaimWriter,
         StorageWriter,
     )
 
@@ -77,6 +80,8 @@ class Handle:
         storage_writer: StorageWriter | None = None,
         workload_selectors: Any = None,
         pod_groups: PodGroupLister | None = None,
+        dra: DraCache | None = None,
+        claim_writer: ResourceClaimWriter | None = None,
     ) -> None:
         """Every service is given here; what is left out is absent (tests leave out most)."""
         self.snapshot: Snapshot = snapshot if snapshot is not None else Snapshot()
@@ -113,6 +118,11 @@ class Handle:
         ``None`` when the scheduler does not watch Services and controllers."""
         self.pod_groups: PodGroupLister = pod_groups if pod_groups is not None else NoPodGroups()
         """PodGroups and their member pods (gang scheduling)."""
+        self.dra: DraCache = dra if dra is not None else DraCache()
+        """DeviceClasses, ResourceSlices, ResourceClaims and in-flight allocations (empty when
+        no profile enables DynamicResources: nothing of it is watched then)."""
+        self.claim_writer = claim_writer
+        """Where DynamicResources writes claims' allocations and reservations."""
         self.spawn: Callable[[Coroutine[Any, Any, None]], None] = (
             spawn if spawn is not None else _close_unscheduled
         )

@@ -9,6 +9,10 @@
   until it is fixed or deleted; nothing else stops.
 - PodGroups (gang scheduling) are kept in the store, and each change is the PodGroup add or
   update event that gives the group's pods another try; pods are indexed by the group they name.
+- DeviceClasses, ResourceSlices and ResourceClaims (dynamic resource allocation) fill the DRA
+  cache; a claim's change, whether the watch delivered it or the scheduler assumed or restored
+  it, is the ResourceClaim add, update or delete event, as upstream's handlers sit on its assume
+  cache. A malformed one is logged and left out.
 - Storage objects (claims, volumes, classes, CSI objects, attachments) fill the storage cache the
   volume plugins read; each change is the kind's add, update or delete event. A malformed one is
   logged and left out of the cache, as if it did not exist.
@@ -41,6 +45,7 @@ from kopf_scheduler.model.pdb import PodDisruptionBudget
 from kopf_scheduler.model.pod import Pod, pod_key
 from kopf_scheduler.model.pod_group import PodGroup
 from kopf_scheduler.model.priority_class import PriorityClass
+from kopf_scheduler.model.resource_claim import ResourceClaim
 from kopf_scheduler.model.storage import (
     CSIDriver,
     CSINode,
@@ -251,6 +256,7 @@ class EventHandlers:
         self.scheduler = scheduler
         self.store = store
         self.workloads = workloads
+        store.dra.subscribe(self._claim_changed)
 
     def route(self, kind: str) -> EventHandler:
         """The handler of a kind of :data:`~kopf_scheduler.informer.watched_kinds.WATCHED_KINDS`:
@@ -266,6 +272,9 @@ class EventHandlers:
             "PodDisruptionBudget": self.on_pdb,
             "Service": self.on_service,
             "PodGroup": self.on_pod_group,
+            "DeviceClass": self.on_device_class,
+            "ResourceSlice": self.on_resource_slice,
+            "ResourceClaim": self.on_resource_claim,
             "Pod": self.on_pod,
         }[kind]
         return handler
@@ -371,6 +380,78 @@ class EventHandlers:
         action = ActionType.ADD if old is None else ActionType.UPDATE_GENERIC
         self.scheduler.queue.move_all_to_active_or_backoff_queue(
             object_event(EventResource.POD_GROUP, action), old, group
+        )
+
+    # Dynamic resource allocation ---------------------------------------------------------------
+
+    def on_device_class(self, event_type: str, raw: Mapping[str, Any]) -> None:
+        self._on_cluster_scoped(self.store.dra.classes, EventResource.DEVICE_CLASS, event_type, raw)
+
+    def on_resource_slice(self, event_type: str, raw: Mapping[str, Any]) -> None:
+        self._on_cluster_scoped(
+            self.store.dra.slices, EventResource.RESOURCE_SLICE, event_type, raw
+        )
+
+    def _on_cluster_scoped(
+        self,
+        objects: dict[str, Mapping[str, Any]],
+        resource: EventResource,
+        event_type: str,
+        raw: Mapping[str, Any],
+    ) -> None:
+        """DeviceClasses and ResourceSlices are kept raw: the allocator reads them whole."""
+        name = _storage_key(raw, namespaced=False)
+        if not name:
+            logger.error("malformed_object_ignored", kind=resource.value, reason="no name")
+            return
+        old = objects.get(name)
+        queue = self.scheduler.queue
+        if event_type == DELETED:
+            if old is not None:
+                del objects[name]
+                queue.move_all_to_active_or_backoff_queue(
+                    object_event(resource, ActionType.DELETE), old, None
+                )
+            return
+        version = _resource_version(raw)
+        if (
+            old is not None
+            and version
+            and not resource_version_newer(version, _resource_version(old))
+        ):
+            return
+        objects[name] = raw
+        action = ActionType.ADD if old is None else ActionType.UPDATE_GENERIC
+        queue.move_all_to_active_or_backoff_queue(object_event(resource, action), old, raw)
+
+    def on_resource_claim(self, event_type: str, raw: Mapping[str, Any]) -> None:
+        dra = self.store.dra
+        key = _storage_key(raw, namespaced=True)
+        if event_type == DELETED:
+            dra.delete_claim(key)
+            return
+        try:
+            claim = ResourceClaim(raw)
+        except InvalidObjectError as error:
+            logger.error(
+                "malformed_resource_claim_ignored",
+                claim=key,
+                field=error.field,
+                reason=error.reason,
+            )
+            dra.delete_claim(key)
+            return
+        dra.put_claim(claim)
+
+    def _claim_changed(self, old: ResourceClaim | None, new: ResourceClaim | None) -> None:
+        if new is None:
+            action = ActionType.DELETE
+        elif old is None:
+            action = ActionType.ADD
+        else:
+            action = ActionType.UPDATE_GENERIC
+        self.scheduler.queue.move_all_to_active_or_backoff_queue(
+            object_event(EventResource.RESOURCE_CLAIM, action), old, new
         )
 
     # Storage objects -----------------------------------------------------------------------------

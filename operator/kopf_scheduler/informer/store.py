@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kopf_scheduler.cache.dra import DraCache
 from kopf_scheduler.cache.storage import StorageCache
 from kopf_scheduler.informer.pod_groups import PodGroupStore
 from kopf_scheduler.model.pdb import PodDisruptionBudget
@@ -22,6 +23,9 @@ class Store:
         """Claims, volumes and the other storage objects the volume plugins read."""
         self.pod_groups = PodGroupStore()
         """PodGroups (watched only when a profile enables Coscheduling) and their pods."""
+        self.dra = DraCache()
+        """DeviceClasses, ResourceSlices and ResourceClaims (watched only when a profile enables
+        DynamicResources), with the scheduler's in-flight allocations."""
 
     def get_pod(self, key: str) -> Pod | None:
         return self.pods.get(key)

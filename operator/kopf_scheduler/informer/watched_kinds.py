@@ -8,9 +8,10 @@ to need is added here and nowhere else. Where its events go is
 The order is the order of the initial listing: storage objects and nodes before pods, so a pod's
 claims and node are known when its first attempt runs.
 
-A kind that only one plugin reads, and that comes from a CustomResourceDefinition a cluster may
-not have (scheduler-plugins' PodGroup), names that plugin: it is listed and watched only when an
-enabled profile has the plugin, so a cluster without the CRD runs every other configuration.
+A kind that only one plugin reads names that plugin: it is listed and watched only when an
+enabled profile has the plugin. So a cluster without scheduler-plugins' PodGroup CRD runs every
+configuration without Coscheduling, and the objects of dynamic resource allocation
+(``resource.k8s.io/v1``) are read only for DynamicResources.
 """
 
 from __future__ import annotations
@@ -71,6 +72,13 @@ WATCHED_KINDS: tuple[WatchedKind, ...] = (
     WatchedKind("PersistentVolume", "", "v1", "persistentvolumes"),
     WatchedKind("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims"),
     WatchedKind("VolumeAttachment", "storage.k8s.io", "v1", "volumeattachments"),
+    WatchedKind("DeviceClass", "resource.k8s.io", "v1", "deviceclasses", plugin="DynamicResources"),
+    WatchedKind(
+        "ResourceSlice", "resource.k8s.io", "v1", "resourceslices", plugin="DynamicResources"
+    ),
+    WatchedKind(
+        "ResourceClaim", "resource.k8s.io", "v1", "resourceclaims", plugin="DynamicResources"
+    ),
     WatchedKind(
         "PodGroup",
         "scheduling.x-k8s.io",

@@ -26,6 +26,7 @@ _ACTION_LABELS = {
     ActionType.UPDATE_POD_SCALE_DOWN: "UpdatePodScaleDown",
     ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED: "UpdatePodSchedulingGatesEliminated",
     ActionType.UPDATE_POD_TOLERATIONS: "UpdatePodToleration",
+    ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM: "UpdatePodGeneratedResourceClaim",
 }
 
 
@@ -37,6 +38,10 @@ def _scaled_down(new: Pod, old: Pod) -> bool:
     old_requests = old.requests
     new_requests = new.requests
     return any(new_requests.get(name) < old_requests.get(name) for name in old_requests.names())
+
+
+def _claim_statuses(pod: Pod) -> object:
+    return (pod.raw.get("status") or {}).get("resourceClaimStatuses") or []
 
 
 def pod_update_events(old: Pod, new: Pod) -> list[ClusterEvent]:
@@ -51,6 +56,8 @@ def pod_update_events(old: Pod, new: Pod) -> list[ClusterEvent]:
         actions.append(ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
     if len(new.tolerations) != len(old.tolerations):
         actions.append(ActionType.UPDATE_POD_TOLERATIONS)
+    if _claim_statuses(new) != _claim_statuses(old):
+        actions.append(ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM)
     if actions:
         return [_event(resource, action) for action in actions]
     if resource is EventResource.ASSIGNED_POD:

@@ -55,6 +55,7 @@ from kopf_scheduler.k8s.metrics import PrometheusMetrics
 from kopf_scheduler.k8s.pod_group_status import ApiPodGroupStatusWriter
 from kopf_scheduler.k8s.ratelimit import limiter_for
 from kopf_scheduler.k8s.reflector import Reflector
+from kopf_scheduler.k8s.resource_claims import ApiResourceClaimWriter
 from kopf_scheduler.k8s.status import ApiPodStatusWriter
 from kopf_scheduler.k8s.storage import ApiStorageWriter
 from kopf_scheduler.kopf_watches.watching import apply_settings, register
@@ -183,6 +184,7 @@ class Operator:
             self.events,
             self.metrics,
             storage_writer=ApiStorageWriter(api),
+            claim_writer=ApiResourceClaimWriter(api),
         )
         self._scheduler: Scheduler | None = None
         explanations = ExplanationRecorder(
@@ -196,7 +198,11 @@ class Operator:
             config,
             ports,
             ClusterView(
-                self.store.get_pod, self.store.list_pdbs, self.store.storage, self.store.pod_groups
+                self.store.get_pod,
+                self.store.list_pdbs,
+                self.store.storage,
+                self.store.pod_groups,
+                self.store.dra,
             ),
             on_attempt=explanations,
             workload_selectors=self.workloads,

@@ -1,13 +1,15 @@
 """What-if on a live cluster: "if I create these pods, where do they go, and who is evicted?"
 
 The current state is read with LIST requests only (nodes, pods, PDBs with the disruption
-controller's status, PriorityClasses, namespaces, and the storage objects the volume plugins
-read: PersistentVolumes and claims, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities,
-VolumeAttachments, and PodGroups when a profile enables Coscheduling, as the scheduler itself
-lists them only then) and handed to the simulator together with the pods to add (and any new
-claims or PodGroups they use); nothing is ever written to the cluster, so a read-only identity
-can run it. An identity that may not list one of these collections gets an error naming it, not
-a silently partial answer. Kubernetes has no such dry run (kubernetes #58242).
+controller's status, PriorityClasses, namespaces, and the storage objects the volume plugins read:
+PersistentVolumes and claims, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities,
+VolumeAttachments, PodGroups when a profile enables Coscheduling, and DeviceClasses,
+ResourceSlices, ResourceClaims and ResourceClaimTemplates when one enables DynamicResources, as the
+scheduler itself lists them only then) and handed to the simulator together with the pods to add
+(and any new claims, ResourceClaims, templates or PodGroups they use); nothing is ever written to
+the cluster, so a read-only identity can run it. An identity that may not list one of these
+collections gets an error naming it, not a silently partial answer. Kubernetes has no such dry run
+(kubernetes #58242).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from kopf_scheduler.config.profiles import merged_multi_point
 from kopf_scheduler.config.types import SchedulerConfig
 from kopf_scheduler.informer.handlers import STORAGE_KINDS
 from kopf_scheduler.informer.watched_kinds import WATCHED_KINDS
@@ -46,15 +49,26 @@ async def _list(api: Api, path: str) -> list[dict[str, Any]]:
         raise
 
 
+_DRA_PLUGIN = "DynamicResources"
+_TEMPLATES_PATH = "/apis/resource.k8s.io/v1/resourceclaimtemplates"
+"""ResourceClaimTemplates: the scheduler never reads them, the simulated resource-claim
+controller makes the added pods' claims from them."""
+_ADDABLE_DRA_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
+
+
 def named_plugins(config: SchedulerConfig) -> set[str]:
-    """The plugins some profile of ``config`` enables by name (at any extension point); a kind
-    only one plugin reads is listed when its plugin is among them."""
-    return {
+    """The plugins some profile of ``config`` enables: its multiPoint list (the defaults with the
+    profile's changes) and those named at any extension point; a kind only one plugin reads is
+    listed when its plugin is among them."""
+    named = {
         ref.name
         for profile in config.profiles
         for plugin_set in profile.plugins.values()
         for ref in plugin_set.enabled
     }
+    for profile in config.profiles:
+        named.update(ref.name for ref in merged_multi_point(profile.plugins.get("multiPoint")))
+    return named
 
 
 async def cluster_scenario(
@@ -69,12 +83,14 @@ async def cluster_scenario(
     classes = await _list(api, "/apis/scheduling.k8s.io/v1/priorityclasses")
     extra = load_scenario(added, known_priority_classes=[c["metadata"]["name"] for c in classes])
     foreign_storage = [s for s in extra.storage if s["kind"] != "PersistentVolumeClaim"]
+    foreign_storage += [d for d in extra.dra if d["kind"] not in _ADDABLE_DRA_KINDS]
     if extra.nodes or extra.running_pods or extra.pdbs or foreign_storage:
         names = [n["metadata"]["name"] for n in extra.nodes + foreign_storage]
         raise ValueError(
             "--add takes pending pods (and PriorityClasses, Namespaces, "
-            "PersistentVolumeClaims or PodGroups they need); it got nodes, running pods, PDBs or "
-            f"other storage objects {names or ''}".rstrip()
+            "PersistentVolumeClaims, ResourceClaims, ResourceClaimTemplates or PodGroups they "
+            "need); it got nodes, running pods, PDBs or other storage or device objects "
+            f"{names or ''}".rstrip()
         )
     scenario = Scenario()
     for raw in await _list(api, "/api/v1/namespaces"):
@@ -90,6 +106,12 @@ async def cluster_scenario(
         elif watched.kind == "PodGroup" and watched.plugin in plugins:
             for raw in await _list(api, watched.path):
                 scenario.pod_groups.append(_clean(raw, watched.kind, watched.api_version))
+        elif watched.plugin == _DRA_PLUGIN and _DRA_PLUGIN in plugins:
+            for raw in await _list(api, watched.path):
+                scenario.dra.append(_clean(raw, watched.kind, watched.api_version))
+    if _DRA_PLUGIN in plugins:
+        for raw in await _list(api, _TEMPLATES_PATH):
+            scenario.dra.append(_clean(raw, "ResourceClaimTemplate", "resource.k8s.io/v1"))
     for raw in await _list(api, "/apis/policy/v1/poddisruptionbudgets"):
         pdb = _clean(raw, "PodDisruptionBudget", "policy/v1")
         pdb.setdefault("status", {}).setdefault("disruptionsAllowed", 0)
@@ -131,6 +153,12 @@ async def cluster_scenario(
                 f"--add: PodGroup {_namespaced_key(group)} already exists in the cluster"
             )
         scenario.pod_groups.append(group)
+    known_dra = {(d["kind"], _namespaced_key(d)) for d in scenario.dra}
+    for added_object in extra.dra:
+        identity = (added_object["kind"], _namespaced_key(added_object))
+        if identity in known_dra:
+            raise ValueError(f"--add: {identity[0]} {identity[1]} already exists in the cluster")
+        scenario.dra.append(added_object)
     keys = []
     for pod in extra.pending_pods:
         metadata = pod.get("metadata") or {}

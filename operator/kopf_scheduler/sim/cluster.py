@@ -9,7 +9,11 @@ pod being deleted stays terminating for its grace period, and an update based on
 resourceVersion is refused. The disruption controller keeps PodDisruptionBudget status up to
 date: each PDB keeps the set of pods it selects (pod labels never change here), so a pod change
 updates only the PDBs that select that pod. The volume controllers (``sim/volume_controllers.py``)
-bind, provision and create ephemeral claims. PodGroups (scheduler-plugins' custom resource) are
+bind, provision and create ephemeral claims; the resource-claim controller
+(``sim/claim_controller.py``) makes ResourceClaims from templates and releases them. The objects
+of dynamic resource allocation are kept like the storage objects, and the scheduler's writes to
+ResourceClaims follow the API server's rules (a stale update is refused, the status subresource
+changes only the status). PodGroups (scheduler-plugins' custom resource) are
 kept as the API server keeps a custom resource: stored, versioned and announced, nothing more.
 
 Storage objects are never changed in place once stored (the scheduler's views keep the raw
@@ -32,12 +36,14 @@ from kopf_scheduler.model.pod import DISRUPTION_TARGET, Pod
 from kopf_scheduler.model.timeutil import format_timestamp
 from kopf_scheduler.ports import ConflictError, Event, NotFoundError, PodRef, PodStatusPatch
 from kopf_scheduler.sim.admission import admit_priority, default_claim_class, default_pod
+from kopf_scheduler.sim.claim_controller import ResourceClaimController
 from kopf_scheduler.sim.clock import VirtualClock
-from kopf_scheduler.sim.scenario import NAMESPACED_KINDS, STORAGE_KINDS
+from kopf_scheduler.sim.scenario import DRA_KINDS, NAMESPACED_KINDS, STORAGE_KINDS
 from kopf_scheduler.sim.volume_controllers import CLAIM, STORAGE_CLASS, VOLUME, VolumeControllers
 
 Raw = dict[str, Any]
 POD_GROUP = "PodGroup"
+RESOURCE_CLAIM = "ResourceClaim"
 Listener = Callable[[str, str, Mapping[str, Any]], None]
 """``listener(kind, event_type, raw)`` receives every change."""
 
@@ -80,9 +86,13 @@ class InMemoryCluster:
         """Computed (not static) PDBs: the parsed view and the pods it selects."""
         self._pod_budgets: dict[str, list[str]] = {}
         """Pod key -> keys of the computed PDBs that select it."""
-        self.storage: dict[str, dict[str, Raw]] = {kind: {} for kind in STORAGE_KINDS}
-        """Storage objects by kind, then by key (``namespace/name`` for namespaced kinds)."""
+        self.storage: dict[str, dict[str, Raw]] = {
+            kind: {} for kind in (*STORAGE_KINDS, *DRA_KINDS)
+        }
+        """Storage and DRA objects by kind, then by key (``namespace/name`` for namespaced
+        kinds)."""
         self.volume_controllers = VolumeControllers(self)
+        self.claim_controller = ResourceClaimController(self)
         self._loading = False
 
     # Watching --------------------------------------------------------------------------------
@@ -96,6 +106,7 @@ class InMemoryCluster:
             listener(kind, event_type, raw)
         if not self._loading:  # after loading, the controllers look at everything anyway
             self.volume_controllers.observe(kind, event_type, raw)
+            self.claim_controller.observe(kind, event_type, raw)
 
     def _stamp(self, raw: Raw) -> Raw:
         metadata = raw.setdefault("metadata", {})
@@ -117,11 +128,17 @@ class InMemoryCluster:
         finally:
             self._loading = False
         self.volume_controllers.resync()
+        self.claim_controller.resync()
         self.run_controllers()
 
     def run_controllers(self) -> None:
-        """Let the volume controllers act on every change so far (their writes are events too)."""
-        self.volume_controllers.run()
+        """Let the controllers act on every change so far (their writes are events too)."""
+        while True:
+            generation = self.generation
+            self.claim_controller.run()
+            self.volume_controllers.run()
+            if self.generation == generation:
+                return
 
     def create(self, raw: Mapping[str, Any]) -> Raw:
         """Create an object; the controllers react before this returns (unless loading)."""
@@ -173,6 +190,8 @@ class InMemoryCluster:
             if kind in (CLAIM, VOLUME):
                 status = obj.get("status") or {}
                 obj["status"] = {**status, "phase": status.get("phase") or "Pending"}
+            self.storage[kind][_key(kind, metadata)] = obj
+        elif kind in DRA_KINDS:
             self.storage[kind][_key(kind, metadata)] = obj
         else:
             raise ValueError(f"unsupported kind {kind!r}")
@@ -364,6 +383,77 @@ class InMemoryCluster:
             return copy.deepcopy(stored)
         return copy.deepcopy(self.replace(kind, updated))
 
+    # ResourceClaims as the scheduler writes them -------------------------------------------------
+
+    async def get_resource_claim(self, namespace: str, name: str) -> Mapping[str, Any]:
+        stored = self.storage[RESOURCE_CLAIM].get(f"{namespace}/{name}")
+        if stored is None:
+            raise NotFoundError(f'resourceclaims.resource.k8s.io "{name}" not found')
+        return copy.deepcopy(stored)
+
+    async def update_resource_claim(self, raw: Mapping[str, Any]) -> Mapping[str, Any]:
+        return self._update_resource_claim(raw, status=False)
+
+    async def update_resource_claim_status(self, raw: Mapping[str, Any]) -> Mapping[str, Any]:
+        return self._update_resource_claim(raw, status=True)
+
+    def _update_resource_claim(self, raw: Mapping[str, Any], *, status: bool) -> Raw:
+        """A PUT of the claim or of its status subresource: the other part stays as stored."""
+        metadata = raw.get("metadata") or {}
+        name = str(metadata.get("name", ""))
+        stored = self.storage[RESOURCE_CLAIM].get(_key(RESOURCE_CLAIM, metadata))
+        if stored is None:
+            raise NotFoundError(f'resourceclaims.resource.k8s.io "{name}" not found')
+        version = metadata.get("resourceVersion")
+        if version and version != stored["metadata"]["resourceVersion"]:
+            raise ConflictError(
+                f'Operation cannot be fulfilled on resourceclaims.resource.k8s.io "{name}": '
+                "the object has been modified; please apply your changes to the latest "
+                "version and try again"
+            )
+        updated = copy.deepcopy(stored)
+        if status:
+            updated["status"] = copy.deepcopy(dict(raw.get("status") or {}))
+        else:
+            updated["metadata"] = {**copy.deepcopy(dict(metadata)), **_identity(stored)}
+            updated["spec"] = copy.deepcopy(raw.get("spec") or stored.get("spec") or {})
+        if updated == stored:
+            return copy.deepcopy(stored)
+        return copy.deepcopy(self.replace(RESOURCE_CLAIM, updated))
+
+    async def remove_resource_claim_reservation(
+        self, namespace: str, name: str, claim_uid: str, pod_uid: str
+    ) -> None:
+        stored = self.storage[RESOURCE_CLAIM].get(f"{namespace}/{name}")
+        if stored is None:
+            raise NotFoundError(f'resourceclaims.resource.k8s.io "{name}" not found')
+        if stored["metadata"].get("uid") != claim_uid:
+            raise ConflictError(
+                f'Operation cannot be fulfilled on resourceclaims.resource.k8s.io "{name}": '
+                f"Precondition failed: UID in precondition: {claim_uid}, "
+                f"UID in object meta: {stored['metadata'].get('uid')}"
+            )
+        updated = copy.deepcopy(stored)
+        status = updated.setdefault("status", {})
+        reserved = [e for e in status.get("reservedFor") or [] if e.get("uid") != pod_uid]
+        if reserved:
+            status["reservedFor"] = reserved
+        else:
+            status.pop("reservedFor", None)
+        if updated != stored:
+            self.replace(RESOURCE_CLAIM, updated)
+
+    def set_pod_claim_statuses(self, key: str, statuses: list[Raw]) -> None:
+        """The resource-claim controller records the claims it made for a pod."""
+        raw = self.pods.get(key)
+        if raw is None:
+            return
+        updated = copy.deepcopy(raw)
+        updated.setdefault("status", {})["resourceClaimStatuses"] = statuses
+        self._stamp(updated)
+        self.pods[key] = updated
+        self._emit("Pod", MODIFIED, updated)
+
     # The storage objects as the controllers change them -----------------------------------------
 
     def objects(self, kind: str) -> Mapping[str, Raw]:
@@ -450,6 +540,13 @@ class InMemoryCluster:
             if condition.get("type") == DISRUPTION_TARGET and condition.get("status") == "True":
                 return True
         return False
+
+
+def _identity(stored: Raw) -> dict[str, Any]:
+    """What an update cannot change: the stored object's identity and version."""
+    metadata = stored["metadata"]
+    fields = ("name", "namespace", "uid", "creationTimestamp", "resourceVersion")
+    return {field: metadata[field] for field in fields if field in metadata}
 
 
 def _key(kind: str, metadata: Mapping[str, Any]) -> str:

@@ -31,10 +31,11 @@ from kopf_scheduler.scheduler.loop import Scheduler
 from kopf_scheduler.sim.clock import VirtualClock
 from kopf_scheduler.sim.cluster import InMemoryCluster
 from kopf_scheduler.sim.loop import running_simulation_loop
-from kopf_scheduler.sim.scenario import STORAGE_KINDS, Scenario
+from kopf_scheduler.sim.scenario import DRA_KINDS, STORAGE_KINDS, Scenario
 
 UNSCHEDULABLE_FLUSH_PERIOD = 30.0
 STORAGE_CREATION_ORDER = {kind: rank for rank, kind in enumerate(STORAGE_KINDS)}
+DRA_CREATION_ORDER = {kind: rank for rank, kind in enumerate(DRA_KINDS)}
 SYSTEM_PRIORITY_CLASSES: tuple[dict[str, Any], ...] = (
     {
         "apiVersion": "scheduling.k8s.io/v1",
@@ -89,9 +90,21 @@ class Simulation:
 
     def _setup(self) -> tuple[Scheduler, EventHandlers]:
         cluster = self.cluster
-        ports = Ports(self.clock, cluster, cluster, cluster, cluster, storage_writer=cluster)
+        ports = Ports(
+            self.clock,
+            cluster,
+            cluster,
+            cluster,
+            cluster,
+            storage_writer=cluster,
+            claim_writer=cluster,
+        )
         view = ClusterView(
-            self.store.get_pod, self.store.list_pdbs, self.store.storage, self.store.pod_groups
+            self.store.get_pod,
+            self.store.list_pdbs,
+            self.store.storage,
+            self.store.pod_groups,
+            self.store.dra,
         )
         scheduler = build_scheduler(
             self.config,
@@ -191,6 +204,7 @@ class Simulation:
                 scenario.priority_classes,
                 scenario.nodes,
                 sorted(scenario.storage, key=lambda raw: STORAGE_CREATION_ORDER[raw["kind"]]),
+                sorted(scenario.dra, key=lambda raw: DRA_CREATION_ORDER[raw["kind"]]),
                 scenario.pod_groups,
                 scenario.running_pods,
                 scenario.pdbs,

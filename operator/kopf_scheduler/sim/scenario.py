@@ -28,6 +28,7 @@ from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.pod_group import PodGroup
 from kopf_scheduler.model.priority_class import PriorityClass
 from kopf_scheduler.model.quantity import parse_quantity
+from kopf_scheduler.model.resource_claim import ResourceClaim
 from kopf_scheduler.model.storage import (
     CSIDriver,
     CSINode,
@@ -51,8 +52,35 @@ STORAGE_KINDS: dict[str, Callable[[Mapping[str, Any]], object]] = {
 created: classes and drivers before the claims that name them, claims before the volumes that
 point back at them."""
 
+
+def _named(obj: Mapping[str, Any]) -> None:
+    """The allocator reads DeviceClasses, slices and templates whole; here they need a name."""
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, Mapping) or not metadata.get("name"):
+        raise InvalidObjectError("metadata.name", "is required")
+    if not isinstance(obj.get("spec"), Mapping):
+        raise InvalidObjectError("spec", "is required (an object)")
+
+
+DRA_KINDS: dict[str, Callable[[Mapping[str, Any]], object]] = {
+    "DeviceClass": _named,
+    "ResourceSlice": _named,
+    "ResourceClaimTemplate": _named,
+    "ResourceClaim": ResourceClaim,
+}
+"""The kinds of dynamic resource allocation (``resource.k8s.io/v1``), in creation order: classes
+and slices before the claims and templates that use them."""
+
 NAMESPACED_KINDS = frozenset(
-    {"Pod", "PodDisruptionBudget", "PersistentVolumeClaim", "CSIStorageCapacity", "PodGroup"}
+    {
+        "Pod",
+        "PodDisruptionBudget",
+        "PersistentVolumeClaim",
+        "CSIStorageCapacity",
+        "PodGroup",
+        "ResourceClaim",
+        "ResourceClaimTemplate",
+    }
 )
 
 SUPPORTED = {
@@ -69,6 +97,10 @@ SUPPORTED = {
     ("storage.k8s.io/v1", "CSIDriver"),
     ("storage.k8s.io/v1", "CSIStorageCapacity"),
     ("storage.k8s.io/v1", "VolumeAttachment"),
+    ("resource.k8s.io/v1", "DeviceClass"),
+    ("resource.k8s.io/v1", "ResourceSlice"),
+    ("resource.k8s.io/v1", "ResourceClaim"),
+    ("resource.k8s.io/v1", "ResourceClaimTemplate"),
 }
 
 
@@ -94,6 +126,9 @@ class Scenario:
     pod_groups: list[dict[str, Any]] = field(default_factory=list)
     """scheduler-plugins' PodGroups (gang scheduling), in document order; only a profile with
     Coscheduling reads them."""
+    dra: list[dict[str, Any]] = field(default_factory=list)
+    """DeviceClasses, ResourceSlices, ResourceClaims and ResourceClaimTemplates, in document
+    order; only a profile with DynamicResources reads them."""
 
 
 def _describe(obj: Mapping[str, Any], index: int) -> str:
@@ -225,6 +260,8 @@ def _check(
             PodGroup(obj)
         elif kind in STORAGE_KINDS:
             STORAGE_KINDS[kind](obj)
+        elif kind in DRA_KINDS:
+            DRA_KINDS[kind](obj)
         elif not isinstance((obj.get("metadata") or {}).get("name"), str):
             raise InvalidObjectError("metadata.name", "must be a non-empty string")
         _check_non_negative(str(kind), obj)
@@ -266,6 +303,8 @@ def load_scenario(
                 scenario.pdbs.append(obj)
             elif kind in STORAGE_KINDS:
                 scenario.storage.append(obj)
+            elif kind in DRA_KINDS:
+                scenario.dra.append(obj)
             elif kind == "PodGroup":
                 scenario.pod_groups.append(obj)
             elif (obj.get("spec") or {}).get("nodeName"):

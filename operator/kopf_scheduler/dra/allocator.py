@@ -1,0 +1,815 @@
+"""The structured-parameters device allocator of kube-scheduler v1.34.10, for one node at a time.
+
+``structured.NewAllocator`` picks the first of its three implementations (stable, incubating,
+experimental) that supports every feature the scheduler passes. With v1.34's default gates those
+are DRAAdminAccess, DRAPrioritizedList and DRAResourceClaimDeviceStatus (beta, on), and only the
+*experimental* implementation declares the last one, so that is the search kube-scheduler runs
+and the one restated here, with its alpha features off. For each
+claim in the pod's order, each request in the claim's order and each device the request needs,
+it tries the node's pools (see :mod:`kopf_scheduler.dra.pools` for their order), their slices and
+their devices in listed order, skipping devices in use, devices the class and request selectors
+reject, and devices a ``matchAttribute`` constraint rules out; it takes the first that fits and
+goes on to the next device needed, backing up when a later one cannot be found. The first
+complete solution wins: nothing is scored, so visiting in upstream's order picks upstream's
+devices. ``firstAvailable`` subrequests are tried in order and the first that leads to a
+solution is taken; ``All`` requests take every matching device of the node's pools, refusing
+pools that are being updated or invalid; admin access takes devices even when in use and does
+not mark them used. An allocation holds at most 32 devices per claim.
+
+Left out, as upstream leaves them out with their alpha gates off: partitionable devices (devices
+that consume shared counters are never picked, slices with per-device node selection are
+ignored), device taints and tolerations (not looked at), devices with binding conditions (never
+picked, and their slices and pools tried last), consumable capacity (no
+``allowMultipleAllocations``, no share IDs; a request with ``capacity`` is an error, as
+upstream's "has capacity requests, but the DRAConsumableCapacity feature is disabled").
+
+Results are the JSON of ``status.allocation`` as upstream writes it: the devices per request,
+the configuration from the classes (once per class, listing every request that used it) and from
+the claim, and a node selector (the node's name when a device is local to it).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Mapping, Sequence, Set
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from kopf_scheduler.dra.cel import DeviceInput, SelectorCache, SelectorError, device_input
+from kopf_scheduler.dra.errors import AllocationError
+from kopf_scheduler.dra.objects import (
+    ALL,
+    EXACT_COUNT,
+    Device,
+    DeviceClass,
+    Request,
+    ResourceClaim,
+    ResourceSlice,
+)
+from kopf_scheduler.dra.pools import Pool, SliceIndex
+from kopf_scheduler.model.errors import InvalidObjectError
+
+__all__ = ["AllocationError", "Allocator", "DeviceID", "allocated_devices"]
+
+MAX_RESULTS_PER_CLAIM = 32
+"""``resourceapi.AllocationResultsMaxSize``: the devices one claim's allocation may hold."""
+
+SOURCE_CLASS = "FromClass"
+SOURCE_CLAIM = "FromClaim"
+
+
+class DeviceID(NamedTuple):
+    """One device of one pool of one driver."""
+
+    driver: str
+    pool: str
+    device: str
+
+    def __str__(self) -> str:
+        return f"{self.driver}/{self.pool}/{self.device}"
+
+
+def allocated_devices(claim: Mapping[str, Any]) -> set[DeviceID]:
+    """The devices a claim's ``status.allocation`` holds so that no other claim may take them.
+
+    Results with admin access do not count (they never make a device busy), as in upstream's
+    allocated-devices tracker.
+    """
+    status = claim.get("status") or {}
+    allocation = status.get("allocation") if isinstance(status, Mapping) else None
+    if not isinstance(allocation, Mapping):
+        return set()
+    results = (allocation.get("devices") or {}).get("results") or ()
+    return {
+        DeviceID(str(result.get("driver")), str(result.get("pool")), str(result.get("device")))
+        for result in results
+        if isinstance(result, Mapping) and not result.get("adminAccess")
+    }
+
+
+class Allocator:
+    """Allocates the devices of a pod's claims on one node after another, as upstream does.
+
+    Built once per scheduling attempt from the cluster's DeviceClasses, ResourceSlices and the
+    devices in use; :meth:`allocate` is then called for each node. Selector results are pure
+    functions of an expression and a device, so they are kept across nodes.
+    """
+
+    def __init__(
+        self,
+        *,
+        classes: Mapping[str, Mapping[str, Any]],
+        slices: Sequence[Mapping[str, Any]],
+        allocated: Set[DeviceID],
+        selectors: SelectorCache,
+        deadline: Callable[[], bool] | None = None,
+    ) -> None:
+        self._raw_classes = classes
+        self._classes: dict[str, DeviceClass] = {}
+        self._allocated = allocated
+        self._selectors = selectors
+        self._deadline = deadline
+        self._slice_error: str | None = None
+        parsed: list[ResourceSlice] = []
+        for raw in slices:
+            try:
+                parsed.append(ResourceSlice(raw))
+            except InvalidObjectError as error:
+                name = (raw.get("metadata") or {}).get("name", "")
+                self._slice_error = f"convert ResourceSlice {name}: {error}"
+                break
+        self._index = SliceIndex(parsed)
+        self._inputs: dict[tuple[int, int], DeviceInput] = {}
+        self._selected: dict[tuple[str, int, int], bool] = {}
+
+    def allocate(
+        self, node: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]
+    ) -> list[dict[str, Any]] | None:
+        """One ``status.allocation`` per claim, in order; ``None`` when they do not fit here.
+
+        Raises :class:`AllocationError` with upstream's message for what upstream reports as an
+        error rather than as a node that does not fit.
+        """
+        if self._slice_error is not None:
+            raise AllocationError(f"gather pool information: {self._slice_error}")
+        metadata = node.get("metadata") or {}
+        node_name = str(metadata.get("name") or "")
+        pools = self._index.pools(node_name, metadata.get("labels") or {})
+        parsed: list[ResourceClaim] = []
+        for raw in claims:
+            try:
+                parsed.append(ResourceClaim(raw))
+            except InvalidObjectError as error:
+                name = (raw.get("metadata") or {}).get("name", "")
+                raise AllocationError(f"claim {name}: {error}") from None
+        return _Search(self, node_name, pools, parsed).run()
+
+    def device_class(self, name: str) -> DeviceClass | None:
+        """The DeviceClass of this name, parsed once."""
+        known = self._classes.get(name)
+        if known is None and name in self._raw_classes:
+            try:
+                known = DeviceClass(self._raw_classes[name])
+            except InvalidObjectError as error:
+                raise AllocationError(f"class {name}: {error}") from None
+            self._classes[name] = known
+        return known
+
+    def in_use(self, device: DeviceID) -> bool:
+        return device in self._allocated
+
+    def timed_out(self) -> bool:
+        return self._deadline is not None and self._deadline()
+
+    def selector_matches(
+        self, expression: str, resource_slice: ResourceSlice, device_index: int
+    ) -> bool:
+        """Evaluate one selector for one device; raises :class:`SelectorError` or a compile
+        error's detail as ``ValueError``."""
+        key = (expression, id(resource_slice), device_index)
+        known = self._selected.get(key)
+        if known is not None:
+            return known
+        compiled = self._selectors.compile(expression)
+        if compiled.program is None:
+            raise _CompileError(compiled.error or "")
+        inputs_key = (id(resource_slice), device_index)
+        inputs = self._inputs.get(inputs_key)
+        if inputs is None:
+            device = resource_slice.devices[device_index]
+            inputs = device_input(resource_slice.driver, device.attributes, device.capacity)
+            self._inputs[inputs_key] = inputs
+        matches = compiled.program.matches(inputs)
+        self._selected[key] = matches
+        return matches
+
+
+class _CompileError(Exception):
+    """A selector did not compile; the text is upstream's detail."""
+
+
+class _ResultLimitError(Exception):
+    """The claim would need more than :data:`MAX_RESULTS_PER_CLAIM` devices on this path.
+
+    Upstream's ``errAllocationResultMaxSizeExceeded``: callers back up further than for a plain
+    failure, and a ``firstAvailable`` request tries its next subrequest.
+    """
+
+
+class _Key(NamedTuple):
+    """A request (``sub`` 0) or one subrequest of a claim's request."""
+
+    claim: int
+    request: int
+    sub: int
+
+
+@dataclass(slots=True)
+class _Candidate:
+    id: DeviceID
+    device: Device
+    slice: ResourceSlice
+
+
+@dataclass(slots=True)
+class _RequestData:
+    request: Request
+    parent: str | None
+    device_class: DeviceClass | None
+    count: int = 0
+    selected_sub: int = 0
+    all_devices: list[_Candidate] = field(default_factory=list)
+
+    @property
+    def full_name(self) -> str:
+        return self.request.name if self.parent is None else f"{self.parent}/{self.request.name}"
+
+
+@dataclass(slots=True)
+class _Result:
+    request: str
+    parent: str | None
+    id: DeviceID
+    device: Device
+    slice: ResourceSlice
+    admin_access: bool
+
+    @property
+    def full_name(self) -> str:
+        return self.request if self.parent is None else f"{self.parent}/{self.request}"
+
+
+class _Constraint(ABC):
+    """A claim constraint over the devices of some of its requests (all when none is named).
+
+    Constraints are monotonic: once a device does not fit, adding more never helps.
+    """
+
+    __slots__ = ("_count", "_name", "_requests")
+
+    def __init__(self, requests: frozenset[str], attribute_name: str) -> None:
+        self._requests = requests
+        self._name = attribute_name
+        self._count = 0
+
+    def _applies(self, request: str, sub: str | None) -> bool:
+        if not self._requests:
+            return True
+        if sub is None:
+            return request in self._requests
+        return request in self._requests or f"{request}/{sub}" in self._requests
+
+    @abstractmethod
+    def add(self, request: str, sub: str | None, device: Device, device_id: DeviceID) -> bool:
+        """Whether the device may join; if so it is counted in."""
+
+    @abstractmethod
+    def remove(self, request: str, sub: str | None, device_id: DeviceID) -> None:
+        """Undo one successful :meth:`add` with the same arguments."""
+
+
+class _MatchAttribute(_Constraint):
+    """All devices of the constrained requests carry the same value of one attribute."""
+
+    __slots__ = ("_attribute",)
+
+    def __init__(self, requests: frozenset[str], attribute_name: str) -> None:
+        super().__init__(requests, attribute_name)
+        self._attribute: Mapping[str, Any] | None = None
+
+    def add(self, request: str, sub: str | None, device: Device, device_id: DeviceID) -> bool:
+        if not self._applies(request, sub):
+            return True
+        attribute = _lookup_attribute(device, device_id, self._name)
+        if attribute is None:
+            return False
+        if self._count == 0:
+            self._attribute = attribute
+            self._count = 1
+            return True
+        first = self._attribute or {}
+        for kind in ("string", "int", "bool", "version"):
+            if attribute.get(kind) is not None:
+                if first.get(kind) is None or first[kind] != attribute[kind]:
+                    return False
+                break
+        else:
+            return False
+        self._count += 1
+        return True
+
+    def remove(self, request: str, sub: str | None, device_id: DeviceID) -> None:
+        if self._applies(request, sub):
+            self._count -= 1
+
+
+class _DistinctAttribute(_Constraint):
+    """``distinctAttribute`` (a field of consumable capacity, alpha): no two devices share a value.
+
+    The API server drops the field while the gate is off, so a claim read from it never has one;
+    a claim built elsewhere gets upstream's behaviour with the gate off, which compares the
+    values' addresses rather than the values: only the very same device's attribute conflicts,
+    and only with the last device each request added.
+    """
+
+    __slots__ = ("_held",)
+
+    def __init__(self, requests: frozenset[str], attribute_name: str) -> None:
+        super().__init__(requests, attribute_name)
+        self._held: dict[str, tuple[DeviceID, Mapping[str, Any]]] = {}
+
+    def add(self, request: str, sub: str | None, device: Device, device_id: DeviceID) -> bool:
+        if not self._applies(request, sub):
+            return True
+        attribute = _lookup_attribute(device, device_id, self._name)
+        if attribute is None:
+            return False
+        if self._count > 0:
+            for held_id, held in self._held.values():
+                kind = next(
+                    (
+                        k
+                        for k in ("string", "int", "bool", "version")
+                        if attribute.get(k) is not None
+                    ),
+                    None,
+                )
+                if kind is None:
+                    return False
+                if held.get(kind) is not None and held_id == device_id:
+                    return False
+        self._held[request] = (device_id, attribute)
+        self._count += 1
+        return True
+
+    def remove(self, request: str, sub: str | None, device_id: DeviceID) -> None:
+        if self._applies(request, sub):
+            self._held.pop(request, None)
+            self._count -= 1
+
+
+def _lookup_attribute(device: Device, device_id: DeviceID, name: str) -> Mapping[str, Any] | None:
+    attribute = device.attributes.get(name)
+    if attribute is not None:
+        return attribute if isinstance(attribute, Mapping) else None
+    domain, slash, identifier = name.partition("/")
+    if not slash or domain != device_id.driver:
+        return None
+    attribute = device.attributes.get(identifier)
+    return attribute if isinstance(attribute, Mapping) else None
+
+
+class _Search:
+    """One :meth:`Allocator.allocate` call: the state of the backtracking search."""
+
+    def __init__(
+        self, owner: Allocator, node_name: str, pools: list[Pool], claims: list[ResourceClaim]
+    ) -> None:
+        self.owner = owner
+        self.node_name = node_name
+        self.pools = pools
+        self.claims = claims
+        self.requests: dict[_Key, _RequestData] = {}
+        self.constraints: list[list[_Constraint]] = []
+        self.allocating: dict[DeviceID, set[int]] = {}
+        self.results: list[list[_Result]] = [[] for _ in claims]
+        self.matches: dict[tuple[DeviceID, _Key], bool] = {}
+
+    # -- preparation ---------------------------------------------------------------------------
+
+    def run(self) -> list[dict[str, Any]] | None:
+        for claim_index, claim in enumerate(self.claims):
+            self._prepare_claim(claim_index, claim)
+        # Upstream forgets the selector answers gathered while counting "All" requests.
+        self.matches = {}
+        if not self._one(_Key(0, 0, 0), 0, sub_chosen=False):
+            return None
+        return [self._allocation(index, claim) for index, claim in enumerate(self.claims)]
+
+    def _prepare_claim(self, claim_index: int, claim: ResourceClaim) -> None:
+        minimum = 0
+        for request_index, request in enumerate(claim.requests):
+            if (request.exactly is not None and request.exactly.has_capacity_requests) or any(
+                sub.has_capacity_requests for sub in request.first_available
+            ):
+                raise AllocationError(
+                    f"claim {claim.display_name}, request {request.name}: has capacity requests, "
+                    "but the DRAConsumableCapacity feature is disabled"
+                )
+            if request.first_available:
+                fewest: int | None = None
+                for sub_index, sub in enumerate(request.first_available):
+                    # Upstream validates subrequest i under the key of subrequest i-1 (it moves
+                    # the key on only after validating), which matters for the selector answers
+                    # an "All" subrequest reuses; kept so the same devices are counted.
+                    validation_key = _Key(claim_index, request_index, max(sub_index - 1, 0))
+                    data = self._validate(claim, sub, request.name, validation_key)
+                    self.requests[_Key(claim_index, request_index, sub_index)] = data
+                    fewest = data.count if fewest is None else min(fewest, data.count)
+                minimum += fewest or 0
+            else:
+                if request.exactly is None:
+                    raise AllocationError(
+                        f"claim {claim.display_name}, request {request.name}: missing device "
+                        "class name (unsupported request type?)"
+                    )
+                key = _Key(claim_index, request_index, 0)
+                data = self._validate(claim, request.exactly, None, key)
+                self.requests[key] = data
+                minimum += data.count
+        if minimum > MAX_RESULTS_PER_CLAIM:
+            raise AllocationError(
+                f"claim {claim.display_name}: number of requested devices {minimum} exceeds the "
+                f"claim limit of {MAX_RESULTS_PER_CLAIM}"
+            )
+        constraints: list[_Constraint] = []
+        for index, constraint in enumerate(claim.constraints):
+            if constraint.match_attribute is not None:
+                constraints.append(_MatchAttribute(constraint.requests, constraint.match_attribute))
+            elif constraint.distinct_attribute is not None:
+                constraints.append(
+                    _DistinctAttribute(constraint.requests, constraint.distinct_attribute)
+                )
+            else:
+                raise AllocationError(
+                    f"claim {claim.display_name}, constraint #{index}: empty constraint "
+                    "(unsupported constraint type?)"
+                )
+        self.constraints.append(constraints)
+
+    def _validate(
+        self, claim: ResourceClaim, request: Request, parent: str | None, key: _Key
+    ) -> _RequestData:
+        where = f"claim {claim.display_name}, request {request.name}"
+        for index, expression in enumerate(request.selectors):
+            if expression is None:
+                raise AllocationError(
+                    f"{where}, selector #{index}: CEL expression empty (unsupported selector type?)"
+                )
+        if not request.class_name:
+            raise AllocationError(f"{where}: missing device class name (unsupported request type?)")
+        device_class = self.owner.device_class(request.class_name)
+        if device_class is None:
+            raise AllocationError(
+                f"{where}: could not retrieve device class {request.class_name}: "
+                f'deviceclass.resource.k8s.io "{request.class_name}" not found'
+            )
+        data = _RequestData(request, parent, device_class)
+        if request.mode == EXACT_COUNT:
+            data.count = request.count
+        elif request.mode == ALL:
+            for pool in self.pools:
+                if pool.incomplete:
+                    raise AllocationError(
+                        f"{where}: asks for all devices, but resource pool {pool.id} is "
+                        "currently being updated"
+                    )
+                if pool.invalid_reason is not None:
+                    raise AllocationError(
+                        f"{where}: asks for all devices, but resource pool {pool.id} is "
+                        "currently invalid"
+                    )
+                for resource_slice in pool.slices:
+                    for index, device in enumerate(resource_slice.devices):
+                        if self._selectable(key, data, resource_slice, index):
+                            device_id = DeviceID(pool.driver, pool.name, device.name)
+                            data.all_devices.append(_Candidate(device_id, device, resource_slice))
+            data.count = len(data.all_devices)
+        else:
+            raise AllocationError(f"{where}: unsupported count mode {request.mode}")
+        return data
+
+    # -- the search ----------------------------------------------------------------------------
+
+    def _one(self, key: _Key, device_index: int, *, sub_chosen: bool) -> bool:
+        """Find the device ``device_index`` of the request ``key`` and everything after it."""
+        if self.owner.timed_out():
+            raise AllocationError("filter operation aborted: context deadline exceeded")
+        if key.claim >= len(self.claims):
+            return True
+        claim = self.claims[key.claim]
+        if key.request >= len(claim.requests):
+            try:
+                return self._one(_Key(key.claim + 1, 0, 0), 0, sub_chosen=False)
+            except _ResultLimitError:
+                return False
+        data = self.requests[key]
+        if not sub_chosen and data.parent is not None:
+            return self._first_available(key, device_index)
+        request = data.request
+        take_all = request.mode == ALL
+        if take_all and not data.all_devices:
+            return False
+        if device_index >= data.count:
+            return self._one(_Key(key.claim, key.request + 1, 0), 0, sub_chosen=False)
+        if len(self.results[key.claim]) + data.count - device_index > MAX_RESULTS_PER_CLAIM:
+            raise _ResultLimitError
+        if take_all:
+            with self._taken(key, data.all_devices[device_index], must=True) as taken:
+                if not taken:
+                    return False
+                if self._one(key, device_index + 1, sub_chosen=sub_chosen):
+                    taken.keep()
+                    return True
+                return False
+        admin = bool(request.admin_access)
+        for pool in self.pools:
+            if pool.invalid_reason is not None:
+                raise AllocationError(f"pool {pool.name} is invalid: {pool.invalid_reason}")
+            for resource_slice in pool.slices:
+                for index, device in enumerate(resource_slice.devices):
+                    device_id = DeviceID(pool.driver, pool.name, device.name)
+                    if admin and key.claim in self.allocating.get(device_id, ()):
+                        continue
+                    if not admin and self._in_use(device_id):
+                        continue
+                    if not self._selectable(key, data, resource_slice, index):
+                        continue
+                    candidate = _Candidate(device_id, device, resource_slice)
+                    with self._taken(key, candidate, must=False) as taken:
+                        if not taken:
+                            continue
+                        if self._one(key, device_index + 1, sub_chosen=sub_chosen):
+                            taken.keep()
+                            return True
+        return False
+
+    def _first_available(self, key: _Key, device_index: int) -> bool:
+        all_over_limit = True
+        sub_index = 0
+        while True:
+            sub_key = _Key(key.claim, key.request, sub_index)
+            if sub_key not in self.requests:
+                if all_over_limit:
+                    raise _ResultLimitError
+                return False
+            try:
+                found = self._one(sub_key, device_index, sub_chosen=True)
+            except _ResultLimitError:
+                sub_index += 1
+                continue
+            all_over_limit = False
+            if found:
+                self.requests[key].selected_sub = sub_index
+                return True
+            sub_index += 1
+
+    def _in_use(self, device_id: DeviceID) -> bool:
+        return self.owner.in_use(device_id) or bool(self.allocating.get(device_id))
+
+    def _selectable(
+        self, key: _Key, data: _RequestData, resource_slice: ResourceSlice, index: int
+    ) -> bool:
+        device = resource_slice.devices[index]
+        if device.binding_conditions:
+            return False
+        device_id = DeviceID(resource_slice.driver, resource_slice.pool, device.name)
+        known = self.matches.get((device_id, key))
+        if known is not None:
+            return known
+        selected = True
+        if data.device_class is not None:
+            selected = self._selectors_match(
+                key, resource_slice, index, data.device_class, data.device_class.selectors
+            )
+        if selected:
+            selected = self._selectors_match(
+                key, resource_slice, index, None, data.request.selectors
+            )
+        self.matches[(device_id, key)] = selected
+        return selected
+
+    def _selectors_match(
+        self,
+        key: _Key,
+        resource_slice: ResourceSlice,
+        index: int,
+        device_class: DeviceClass | None,
+        expressions: Sequence[str | None],
+    ) -> bool:
+        for number, expression in enumerate(expressions):
+            owner = (
+                f"class {device_class.name}"
+                if device_class is not None
+                else f"claim {self.claims[key.claim].display_name}"
+            )
+            if expression is None:
+                raise AllocationError(
+                    f"{owner}: selector #{number}: CEL expression empty "
+                    "(unsupported selector type?)"
+                )
+            try:
+                matches = self.owner.selector_matches(expression, resource_slice, index)
+            except _CompileError as error:
+                raise AllocationError(
+                    f"{owner}: selector #{number}: CEL compile error: {error}"
+                ) from None
+            except SelectorError as error:
+                raise AllocationError(
+                    f"{owner}: selector #{number}: CEL runtime error: {error}"
+                ) from None
+            if not matches:
+                return False
+        return True
+
+    @contextmanager
+    def _taken(self, key: _Key, candidate: _Candidate, *, must: bool) -> Iterator[_Taking]:
+        """Tentatively allocate ``candidate`` for ``key``; undone on leaving unless kept."""
+        taking = _Taking(self._take(key, candidate, must=must))
+        try:
+            yield taking
+        finally:
+            if taking.taken and not taking.kept:
+                self._give_back(key, candidate)
+
+    def _take(self, key: _Key, candidate: _Candidate, *, must: bool) -> bool:
+        data = self.requests[key]
+        request = data.request
+        admin = bool(request.admin_access)
+        if admin and key.claim in self.allocating.get(candidate.id, ()):
+            return False
+        if not admin and self._in_use(candidate.id):
+            return False
+        if candidate.device.consumes_counters:
+            return False
+        base, sub = self._names(data)
+        constraints = self.constraints[key.claim]
+        for index, constraint in enumerate(constraints):
+            if not constraint.add(base, sub, candidate.device, candidate.id):
+                if must:
+                    raise AllocationError(
+                        f"claim {self.claims[key.claim].display_name}, request {request.name}: "
+                        f"cannot add device {candidate.id} because a claim constraint would not "
+                        "be satisfied"
+                    )
+                for earlier in constraints[:index]:
+                    earlier.remove(base, sub, candidate.id)
+                return False
+        self.allocating.setdefault(candidate.id, set()).add(key.claim)
+        self.results[key.claim].append(
+            _Result(
+                request.name, data.parent, candidate.id, candidate.device, candidate.slice, admin
+            )
+        )
+        return True
+
+    def _give_back(self, key: _Key, candidate: _Candidate) -> None:
+        base, sub = self._names(self.requests[key])
+        for constraint in self.constraints[key.claim]:
+            constraint.remove(base, sub, candidate.id)
+        self.allocating[candidate.id].discard(key.claim)
+        self.results[key.claim].pop()
+
+    @staticmethod
+    def _names(data: _RequestData) -> tuple[str, str | None]:
+        if data.parent is None:
+            return data.request.name, None
+        return data.parent, data.request.name
+
+    # -- the result ----------------------------------------------------------------------------
+
+    def _allocation(self, claim_index: int, claim: ResourceClaim) -> dict[str, Any]:
+        results: list[dict[str, Any]] = []
+        for result in self.results[claim_index]:
+            entry: dict[str, Any] = {
+                "request": result.full_name,
+                "driver": result.id.driver,
+                "pool": result.id.pool,
+                "device": result.id.device,
+            }
+            if result.admin_access:
+                entry["adminAccess"] = True
+            results.append(entry)
+        devices: dict[str, Any] = {}
+        if results:
+            devices["results"] = results
+        config = self._config(claim_index, claim)
+        if config:
+            devices["config"] = config
+        allocation: dict[str, Any] = {"devices": devices}
+        node_selector = self._node_selector(claim, self.results[claim_index])
+        if node_selector is not None:
+            allocation["nodeSelector"] = node_selector
+        return allocation
+
+    def _chosen(self, claim_index: int, request_index: int) -> _RequestData:
+        data = self.requests[_Key(claim_index, request_index, 0)]
+        if data.parent is not None:
+            return self.requests[_Key(claim_index, request_index, data.selected_sub)]
+        return data
+
+    def _config(self, claim_index: int, claim: ResourceClaim) -> list[dict[str, Any]]:
+        config: list[dict[str, Any]] = []
+        class_entries: dict[str, list[dict[str, Any]]] = {}
+        for request_index in range(len(claim.requests)):
+            data = self._chosen(claim_index, request_index)
+            device_class = data.device_class
+            if device_class is None:
+                continue
+            if device_class.name in class_entries:
+                for entry in class_entries[device_class.name]:
+                    entry["requests"].append(data.full_name)
+                continue
+            entries = [
+                {"source": SOURCE_CLASS, "requests": [data.full_name], **_configuration(raw)}
+                for raw in device_class.config
+            ]
+            class_entries[device_class.name] = entries
+            config.extend(entries)
+        for raw in claim.config:
+            requests = list(raw.get("requests") or ())
+            entry = {"source": SOURCE_CLAIM, **({"requests": requests} if requests else {})}
+            entry.update(_configuration(raw))
+            if not requests:
+                config.append(entry)
+                continue
+            # Upstream adds the entry once per request it names, duplicates included.
+            for request_index, request in enumerate(claim.requests):
+                if request.name in requests:
+                    config.append(dict(entry))
+                    continue
+                data = self.requests[_Key(claim_index, request_index, 0)]
+                if data.parent is None:
+                    continue
+                chosen = request.first_available[data.selected_sub]
+                if f"{request.name}/{chosen.name}" in requests:
+                    config.append(dict(entry))
+        return config
+
+    def _node_selector(
+        self, claim: ResourceClaim, results: Sequence[_Result]
+    ) -> dict[str, Any] | None:
+        expressions: list[Mapping[str, Any]] = []
+        fields: list[Mapping[str, Any]] = []
+        for result in results:
+            resource_slice = result.slice
+            if resource_slice.node_name or result.device.binds_to_node:
+                return {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchFields": [
+                                {
+                                    "key": "metadata.name",
+                                    "operator": "In",
+                                    "values": [self.node_name],
+                                }
+                            ]
+                        }
+                    ]
+                }
+            raw = resource_slice.node_selector_raw
+            if raw is None:
+                continue
+            terms = raw.get("nodeSelectorTerms") or []
+            if len(terms) > 1:
+                raise AllocationError(
+                    f"create NodeSelector for claim {claim.name}: unsupported "
+                    f"ResourceSlice.NodeSelector with {len(terms)} terms"
+                )
+            if terms:
+                _add_requirements(terms[0].get("matchFields") or (), fields)
+                _add_requirements(terms[0].get("matchExpressions") or (), expressions)
+        if not expressions and not fields:
+            return None
+        term: dict[str, Any] = {}
+        if expressions:
+            term["matchExpressions"] = [dict(r) for r in expressions]
+        if fields:
+            term["matchFields"] = [dict(r) for r in fields]
+        return {"nodeSelectorTerms": [term]}
+
+
+class _Taking:
+    """Whether a tentative allocation happened, and whether the search keeps it."""
+
+    __slots__ = ("kept", "taken")
+
+    def __init__(self, taken: bool) -> None:
+        self.taken = taken
+        self.kept = False
+
+    def __bool__(self) -> bool:
+        return self.taken
+
+    def keep(self) -> None:
+        self.kept = True
+
+
+def _configuration(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The device configuration of a class or claim ``config`` entry (``opaque``, ...)."""
+    return {name: value for name, value in raw.items() if name != "requests"}
+
+
+def _add_requirements(
+    new: Sequence[Mapping[str, Any]], requirements: list[Mapping[str, Any]]
+) -> None:
+    for requirement in new:
+        values = set(requirement.get("values") or ())
+        if not any(
+            existing.get("key") == requirement.get("key")
+            and existing.get("operator") == requirement.get("operator")
+            and set(existing.get("values") or ()) == values
+            for existing in requirements
+        ):
+            requirements.append(requirement)
