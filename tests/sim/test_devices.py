@@ -250,3 +250,42 @@ async def test_bad_input_is_reported_on_the_pod(
     assert (condition["status"], first_line) == ("False", message)
     events = [e.message for e in result.cluster.events if e.object == "default/victim"]
     assert events[0] == condition["message"]
+
+
+async def test_preemption_does_not_free_devices(tmp_path: Path) -> None:
+    """As kube-scheduler v1.34.10 answers on a live cluster: a higher-priority pod whose device
+    a lower-priority pod holds is not placed by preempting it."""
+    held = {
+        "allocation": {
+            "devices": {
+                "results": [{"request": "r", "driver": DRIVER, "pool": "n1", "device": "gpu-0"}]
+            },
+            "nodeSelector": {
+                "nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}
+                ]
+            },
+        },
+        "reservedFor": [{"resource": "pods", "name": "low", "uid": "low-uid"}],
+    }
+    low = _pod("low", "low-gpu")
+    low["metadata"]["uid"] = "low-uid"
+    low["spec"]["nodeName"] = "n1"
+    high = _pod("high", "high-gpu")
+    high["spec"]["priority"] = 1000
+    docs = [
+        _node("n1"),
+        GOOD_CLASS,
+        _slice("n1", "gpu-0"),
+        _claim("low-gpu", "gpu", held),
+        _claim("high-gpu", "gpu"),
+        low,
+        high,
+    ]
+    result = await _simulate(write_yaml(tmp_path / "scenario.yaml", docs))
+    assert placements(report(result)) == {"low": ("Bound", "n1"), "high": ("Pending", None)}
+    events = [e.message for e in result.cluster.events if e.object == "default/high"]
+    assert events[0] == (
+        "0/1 nodes are available: 1 cannot allocate all claims. still not schedulable, "
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    )

@@ -31,8 +31,7 @@ the claim, and a node selector (the node's name when a device is local to it).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence, Set
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -43,11 +42,12 @@ from kopf_scheduler.dra.objects import (
     EXACT_COUNT,
     Device,
     DeviceClass,
+    DeviceID,
     Request,
     ResourceClaim,
     ResourceSlice,
 )
-from kopf_scheduler.dra.pools import Pool, SliceIndex
+from kopf_scheduler.dra.pools import Candidate, Pool, SliceIndex, gather_pools
 from kopf_scheduler.model.errors import InvalidObjectError
 
 __all__ = ["AllocationError", "Allocator", "DeviceID", "allocated_devices"]
@@ -57,17 +57,6 @@ MAX_RESULTS_PER_CLAIM = 32
 
 SOURCE_CLASS = "FromClass"
 SOURCE_CLAIM = "FromClaim"
-
-
-class DeviceID(NamedTuple):
-    """One device of one pool of one driver."""
-
-    driver: str
-    pool: str
-    device: str
-
-    def __str__(self) -> str:
-        return f"{self.driver}/{self.pool}/{self.device}"
 
 
 def allocated_devices(claim: Mapping[str, Any]) -> set[DeviceID]:
@@ -92,8 +81,11 @@ class Allocator:
     """Allocates the devices of a pod's claims on one node after another, as upstream does.
 
     Built once per scheduling attempt from the cluster's DeviceClasses, ResourceSlices and the
-    devices in use; :meth:`allocate` is then called for each node. Selector results are pure
-    functions of an expression and a device, so they are kept across nodes.
+    devices in use; :meth:`allocate` is then called for each node. Selector answers are pure
+    functions of an expression and a device, so they are kept across nodes, and across attempts
+    in the :class:`SelectorCache` for slices that carry a uid and resourceVersion. ``deadline``
+    is asked at every step of the search; when it says the time is up, the search ends with
+    upstream's "filter operation aborted: context deadline exceeded".
     """
 
     def __init__(
@@ -114,14 +106,19 @@ class Allocator:
         parsed: list[ResourceSlice] = []
         for raw in slices:
             try:
-                parsed.append(ResourceSlice(raw))
+                parsed.append(selectors.resource_slice(raw))
             except InvalidObjectError as error:
                 name = (raw.get("metadata") or {}).get("name", "")
                 self._slice_error = f"convert ResourceSlice {name}: {error}"
                 break
         self._index = SliceIndex(parsed)
+        self._pools: dict[tuple[str, tuple[tuple[str, str], ...]], list[Pool]] = {}
+        self._claims: dict[int, tuple[Mapping[str, Any], ResourceClaim]] = {}
         self._inputs: dict[tuple[int, int], DeviceInput] = {}
         self._selected: dict[tuple[str, int, int], bool] = {}
+        self.search_steps = 0
+        """States the search visited over every :meth:`allocate` call (upstream's
+        ``NumAllocateOneInvocations``): the measure of how much work a placement took."""
 
     def allocate(
         self, node: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]
@@ -135,15 +132,33 @@ class Allocator:
             raise AllocationError(f"gather pool information: {self._slice_error}")
         metadata = node.get("metadata") or {}
         node_name = str(metadata.get("name") or "")
-        pools = self._index.pools(node_name, metadata.get("labels") or {})
-        parsed: list[ResourceClaim] = []
-        for raw in claims:
-            try:
-                parsed.append(ResourceClaim(raw))
-            except InvalidObjectError as error:
-                name = (raw.get("metadata") or {}).get("name", "")
-                raise AllocationError(f"claim {name}: {error}") from None
-        return _Search(self, node_name, pools, parsed).run()
+        pools = self._node_pools(node_name, metadata.get("labels") or {})
+        return _Search(self, node_name, pools, [self._claim(raw) for raw in claims]).run()
+
+    def _node_pools(self, node_name: str, labels: Mapping[str, str]) -> list[Pool]:
+        """The node's pools; the same for every claim, so computed once per node and labels.
+
+        The search never changes a pool, so the list is shared between calls.
+        """
+        key = (node_name, tuple(sorted(labels.items())) if self._index.selects_by_label else ())
+        pools = self._pools.get(key)
+        if pools is None:
+            pools = self._selectors.pools(self._index.available(node_name, labels), gather_pools)
+            self._pools[key] = pools
+        return pools
+
+    def _claim(self, raw: Mapping[str, Any]) -> ResourceClaim:
+        """The parsed claim; the same objects come for every node, so each is parsed once."""
+        known = self._claims.get(id(raw))
+        if known is not None and known[0] is raw:
+            return known[1]
+        try:
+            parsed = ResourceClaim(raw)
+        except InvalidObjectError as error:
+            name = (raw.get("metadata") or {}).get("name", "")
+            raise AllocationError(f"claim {name}: {error}") from None
+        self._claims[id(raw)] = (raw, parsed)
+        return parsed
 
     def device_class(self, name: str) -> DeviceClass | None:
         """The DeviceClass of this name, parsed once."""
@@ -165,24 +180,47 @@ class Allocator:
     def selector_matches(
         self, expression: str, resource_slice: ResourceSlice, device_index: int
     ) -> bool:
-        """Evaluate one selector for one device; raises :class:`SelectorError` or a compile
-        error's detail as ``ValueError``."""
+        """Whether one selector selects one device, answered once per device version.
+
+        Raises :class:`SelectorError` when it fails to evaluate and :class:`_CompileError` when
+        it does not compile, each with upstream's detail.
+        """
         key = (expression, id(resource_slice), device_index)
         known = self._selected.get(key)
         if known is not None:
             return known
+        version = resource_slice.version
+        device_key = None if version is None else (*version, device_index)
+        if device_key is not None:
+            known = self._selectors.answer(expression, device_key)
+            if known is not None:
+                self._selected[key] = known
+                return known
         compiled = self._selectors.compile(expression)
         if compiled.program is None:
             raise _CompileError(compiled.error or "")
-        inputs_key = (id(resource_slice), device_index)
-        inputs = self._inputs.get(inputs_key)
+        matches = compiled.program.matches(self._device_input(resource_slice, device_index))
+        self._selected[key] = matches
+        if device_key is not None:
+            self._selectors.remember_answer(expression, device_key, matches)
+        return matches
+
+    def _device_input(self, resource_slice: ResourceSlice, device_index: int) -> DeviceInput:
+        local_key = (id(resource_slice), device_index)
+        inputs = self._inputs.get(local_key)
+        if inputs is not None:
+            return inputs
+        version = resource_slice.version
+        device_key = None if version is None else (*version, device_index)
+        if device_key is not None:
+            inputs = self._selectors.device_input(device_key)
         if inputs is None:
             device = resource_slice.devices[device_index]
             inputs = device_input(resource_slice.driver, device.attributes, device.capacity)
-            self._inputs[inputs_key] = inputs
-        matches = compiled.program.matches(inputs)
-        self._selected[key] = matches
-        return matches
+            if device_key is not None:
+                self._selectors.remember_input(device_key, inputs)
+        self._inputs[local_key] = inputs
+        return inputs
 
 
 class _CompileError(Exception):
@@ -206,20 +244,13 @@ class _Key(NamedTuple):
 
 
 @dataclass(slots=True)
-class _Candidate:
-    id: DeviceID
-    device: Device
-    slice: ResourceSlice
-
-
-@dataclass(slots=True)
 class _RequestData:
     request: Request
     parent: str | None
     device_class: DeviceClass | None
     count: int = 0
     selected_sub: int = 0
-    all_devices: list[_Candidate] = field(default_factory=list)
+    all_devices: list[Candidate] = field(default_factory=list)
 
     @property
     def full_name(self) -> str:
@@ -470,11 +501,11 @@ class _Search:
                         f"{where}: asks for all devices, but resource pool {pool.id} is "
                         "currently invalid"
                     )
-                for resource_slice in pool.slices:
-                    for index, device in enumerate(resource_slice.devices):
-                        if self._selectable(key, data, resource_slice, index):
-                            device_id = DeviceID(pool.driver, pool.name, device.name)
-                            data.all_devices.append(_Candidate(device_id, device, resource_slice))
+                data.all_devices.extend(
+                    candidate
+                    for candidate in pool.candidates
+                    if self._selectable(key, data, candidate)
+                )
             data.count = len(data.all_devices)
         else:
             raise AllocationError(f"{where}: unsupported count mode {request.mode}")
@@ -484,6 +515,7 @@ class _Search:
 
     def _one(self, key: _Key, device_index: int, *, sub_chosen: bool) -> bool:
         """Find the device ``device_index`` of the request ``key`` and everything after it."""
+        self.owner.search_steps += 1
         if self.owner.timed_out():
             raise AllocationError("filter operation aborted: context deadline exceeded")
         if key.claim >= len(self.claims):
@@ -506,34 +538,50 @@ class _Search:
         if len(self.results[key.claim]) + data.count - device_index > MAX_RESULTS_PER_CLAIM:
             raise _ResultLimitError
         if take_all:
-            with self._taken(key, data.all_devices[device_index], must=True) as taken:
-                if not taken:
-                    return False
-                if self._one(key, device_index + 1, sub_chosen=sub_chosen):
-                    taken.keep()
-                    return True
-                return False
+            # Upstream goes on from an "All" device with the subrequest index reset to 0, so
+            # the next device of an "All" subrequest other than the first is looked for as the
+            # first subrequest's; kept, so that the same devices are chosen.
+            following = _Key(key.claim, key.request, 0)
+            candidate = data.all_devices[device_index]
+            return self._try(key, candidate, following, device_index, sub_chosen, must=True)
         admin = bool(request.admin_access)
         for pool in self.pools:
             if pool.invalid_reason is not None:
                 raise AllocationError(f"pool {pool.name} is invalid: {pool.invalid_reason}")
-            for resource_slice in pool.slices:
-                for index, device in enumerate(resource_slice.devices):
-                    device_id = DeviceID(pool.driver, pool.name, device.name)
-                    if admin and key.claim in self.allocating.get(device_id, ()):
+            for candidate in pool.candidates:
+                if admin:
+                    if key.claim in self.allocating.get(candidate.id, ()):
                         continue
-                    if not admin and self._in_use(device_id):
-                        continue
-                    if not self._selectable(key, data, resource_slice, index):
-                        continue
-                    candidate = _Candidate(device_id, device, resource_slice)
-                    with self._taken(key, candidate, must=False) as taken:
-                        if not taken:
-                            continue
-                        if self._one(key, device_index + 1, sub_chosen=sub_chosen):
-                            taken.keep()
-                            return True
+                elif self._in_use(candidate.id):
+                    continue
+                if not self._selectable(key, data, candidate):
+                    continue
+                if self._try(key, candidate, key, device_index, sub_chosen, must=False):
+                    return True
         return False
+
+    def _try(
+        self,
+        key: _Key,
+        candidate: Candidate,
+        following: _Key,
+        device_index: int,
+        sub_chosen: bool,
+        *,
+        must: bool,
+    ) -> bool:
+        """Take ``candidate`` for ``key``, then search on from the next device of ``following``;
+        give the candidate back unless that succeeds."""
+        if not self._take(key, candidate, must=must):
+            return False
+        try:
+            found = self._one(following, device_index + 1, sub_chosen=sub_chosen)
+        except BaseException:
+            self._give_back(key, candidate)
+            raise
+        if not found:
+            self._give_back(key, candidate)
+        return found
 
     def _first_available(self, key: _Key, device_index: int) -> bool:
         all_over_limit = True
@@ -558,33 +606,26 @@ class _Search:
     def _in_use(self, device_id: DeviceID) -> bool:
         return self.owner.in_use(device_id) or bool(self.allocating.get(device_id))
 
-    def _selectable(
-        self, key: _Key, data: _RequestData, resource_slice: ResourceSlice, index: int
-    ) -> bool:
-        device = resource_slice.devices[index]
-        if device.binding_conditions:
+    def _selectable(self, key: _Key, data: _RequestData, candidate: Candidate) -> bool:
+        if candidate.device.binding_conditions:
             return False
-        device_id = DeviceID(resource_slice.driver, resource_slice.pool, device.name)
-        known = self.matches.get((device_id, key))
+        known = self.matches.get((candidate.id, key))
         if known is not None:
             return known
         selected = True
         if data.device_class is not None:
             selected = self._selectors_match(
-                key, resource_slice, index, data.device_class, data.device_class.selectors
+                key, candidate, data.device_class, data.device_class.selectors
             )
         if selected:
-            selected = self._selectors_match(
-                key, resource_slice, index, None, data.request.selectors
-            )
-        self.matches[(device_id, key)] = selected
+            selected = self._selectors_match(key, candidate, None, data.request.selectors)
+        self.matches[(candidate.id, key)] = selected
         return selected
 
     def _selectors_match(
         self,
         key: _Key,
-        resource_slice: ResourceSlice,
-        index: int,
+        candidate: Candidate,
         device_class: DeviceClass | None,
         expressions: Sequence[str | None],
     ) -> bool:
@@ -600,7 +641,9 @@ class _Search:
                     "(unsupported selector type?)"
                 )
             try:
-                matches = self.owner.selector_matches(expression, resource_slice, index)
+                matches = self.owner.selector_matches(
+                    expression, candidate.slice, candidate.position
+                )
             except _CompileError as error:
                 raise AllocationError(
                     f"{owner}: selector #{number}: CEL compile error: {error}"
@@ -613,17 +656,8 @@ class _Search:
                 return False
         return True
 
-    @contextmanager
-    def _taken(self, key: _Key, candidate: _Candidate, *, must: bool) -> Iterator[_Taking]:
-        """Tentatively allocate ``candidate`` for ``key``; undone on leaving unless kept."""
-        taking = _Taking(self._take(key, candidate, must=must))
-        try:
-            yield taking
-        finally:
-            if taking.taken and not taking.kept:
-                self._give_back(key, candidate)
-
-    def _take(self, key: _Key, candidate: _Candidate, *, must: bool) -> bool:
+    def _take(self, key: _Key, candidate: Candidate, *, must: bool) -> bool:
+        """Allocate ``candidate`` for ``key`` for now, if it is free and meets the constraints."""
         data = self.requests[key]
         request = data.request
         admin = bool(request.admin_access)
@@ -654,7 +688,7 @@ class _Search:
         )
         return True
 
-    def _give_back(self, key: _Key, candidate: _Candidate) -> None:
+    def _give_back(self, key: _Key, candidate: Candidate) -> None:
         base, sub = self._names(self.requests[key])
         for constraint in self.constraints[key.claim]:
             constraint.remove(base, sub, candidate.id)
@@ -778,22 +812,6 @@ class _Search:
         if fields:
             term["matchFields"] = [dict(r) for r in fields]
         return {"nodeSelectorTerms": [term]}
-
-
-class _Taking:
-    """Whether a tentative allocation happened, and whether the search keeps it."""
-
-    __slots__ = ("kept", "taken")
-
-    def __init__(self, taken: bool) -> None:
-        self.taken = taken
-        self.kept = False
-
-    def __bool__(self) -> bool:
-        return self.taken
-
-    def keep(self) -> None:
-        self.kept = True
 
 
 def _configuration(raw: Mapping[str, Any]) -> dict[str, Any]:

@@ -4,8 +4,8 @@ A DeviceClass or a request selects devices with CEL expressions over one variabl
 ``device.driver``, ``device.attributes[domain][name]`` and ``device.capacity[domain][name]``.
 An attribute or capacity named without a domain belongs to the driver's domain, and looking up a
 domain the device does not have gives an empty map rather than an error, so
-``device.attributes["other.example.com"].?model`` style lookups on foreign devices stay false
-instead of failing (upstream's ``cel/compile.go``).
+``has(device.attributes["other.example.com"].model)`` is false on a foreign device instead of
+failing (upstream's ``cel/compile.go``).
 
 The runtime is ``cel-expr-python``: Google's C++ CEL implementation with Python bindings,
 Apache-2.0, with wheels for CPython 3.11 to 3.13 on x86_64 and aarch64 (manylinux_2_28, which the
@@ -17,7 +17,8 @@ What of Kubernetes' selector environment is supported:
 
 - the CEL standard library, the strings extension (``upperAscii``, ``split``, ``format``, ...) and
   ``cel.bind`` (the bindings extension), as upstream's base environment;
-- ``quantity(s)``, ``isQuantity(s)`` and a quantity's ``sign``, ``isInteger``, ``asInteger``,
+- ``quantity(s)`` and ``isQuantity(s)`` with upstream's lenient parser (:mod:`.quantity`),
+  ``sign(q)``, and a quantity's ``isInteger``, ``asInteger``,
   ``asApproximateFloat``, ``add``, ``sub`` (quantity or int), ``isGreaterThan``, ``isLessThan``,
   ``compareTo``; ``==`` between quantities compares values (``quantity("1Gi") ==
   quantity("1024Mi")``); capacities are quantities;
@@ -27,21 +28,34 @@ What of Kubernetes' selector environment is supported:
 - a selector whose type is known not to be bool does not compile (``must evaluate to bool or the
   unknown type, not string``), and one whose value is not a bool at run time is a runtime error;
 - upstream's texts for ``compilation failed: ERROR: <input>:1:5: ...`` and runtime errors such as
-  ``no such key: model``.
+  ``no such key: model``, ``division by zero`` or ``index out of bounds: 5``.
+
+``tests/dra/test_cel.py`` holds some hundred selectors with what upstream's own package answered
+for them, which this module answers alike.
 
 What is not:
 
 - ``device`` is typed as a map of dynamic values, not as upstream's ``kubernetes.DRADevice``
   object: a misspelt field (``device.drvier``) fails when evaluated (``no such key``) instead of at
-  compile time; the alpha field ``device.allowMultipleAllocations`` (consumable capacity, off in
-  v1.34) does not exist, as upstream with its default gates;
+  compile time, and an expression that iterates over an attribute domain
+  (``device.attributes["x"].exists(...)``), which the C++ checker cannot type, runs unchecked, so
+  its type errors also show only when evaluated; the alpha field
+  ``device.allowMultipleAllocations`` (consumable capacity, off in v1.34) does not exist, as
+  upstream with its default gates;
 - the empty map for a missing domain is produced for every domain the expression names as a
   string literal (the C++ runtime takes no map with a default), so ``"x.example.com" in
   device.attributes`` is true when the expression itself names ``"x.example.com"``, and a domain
   computed at run time (``device.attributes["gpu." + "example.com"]``) that the device does not
   have is an error rather than an empty map;
 - quantities and versions are represented as one-entry maps, so ``type(quantity("1"))`` is a map
-  type;
+  type, and a value of an unknown type (``dyn(1.5)``) fails when evaluated where upstream refuses
+  to compile it;
+- a quantity holds its value only: ``isInteger()`` and ``asInteger()`` answer by the value, while
+  upstream answers by how the quantity was written (``quantity("1.0")``, ``quantity("1000m")`` and
+  ``quantity("1.5Ki")`` are not integers there);
+- some compile errors have other texts: ``q.sign()`` and ``"abc".reverse()`` are "undeclared
+  reference" rather than "found no matching overload", an invalid regular expression in
+  ``matches`` is found when evaluated;
 - Kubernetes' other base libraries (``lists`` such as ``sum`` and ``isSorted``, the ``regex``
   extension's ``find``/``findAll``, ``url``, ``ip``, ``cidr``, ``format``) are not declared: a
   selector using them does not compile (``undeclared reference``);
@@ -56,10 +70,11 @@ not cached, also as upstream.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -68,16 +83,15 @@ import cachetools
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_strings
 
-from kopf_scheduler.model.quantity import QuantityError, parse_quantity
+from kopf_scheduler.dra import quantity
+from kopf_scheduler.dra.objects import ResourceSlice, object_version
+from kopf_scheduler.dra.pools import Pool
 
 QUANTITY_KEY = "kubernetes.Quantity"
 """The one key of the map that stands for a quantity (see the module docstring)."""
 SEMVER_KEY = "kubernetes.Semver"
 """The one key of the map that stands for a semantic version."""
 
-_QUANTITY_FORMAT_ERROR = (
-    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-)
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
 
@@ -87,11 +101,7 @@ _INT64_MAX = 2**63 - 1
 
 def quantity_value(text: str) -> dict[str, str]:
     """The CEL value of the quantity ``text``; raises ValueError with upstream's text."""
-    try:
-        value = parse_quantity(text)
-    except QuantityError:
-        raise ValueError(_QUANTITY_FORMAT_ERROR) from None
-    return _quantity(value)
+    return _quantity(quantity.parse(text))
 
 
 def _quantity(value: Fraction) -> dict[str, str]:
@@ -102,14 +112,6 @@ def _fraction(value: Any) -> Fraction:
     if isinstance(value, Mapping) and QUANTITY_KEY in value:
         return Fraction(value[QUANTITY_KEY])
     raise ValueError("no such overload")
-
-
-def _is_quantity(text: str) -> bool:
-    try:
-        parse_quantity(text)
-    except QuantityError:
-        return False
-    return True
 
 
 def _as_int64(value: Fraction) -> int | None:
@@ -172,27 +174,21 @@ class Version:
         parts = text.split(".", 2)
         if len(parts) != 3:
             raise ValueError("No Major.Minor.Patch elements found")
-        numbers: list[int] = []
-        for label, part in zip(("major", "minor"), parts[:2], strict=True):
-            numbers.append(_version_number(label, part))
-        rest = parts[2]
-        build: tuple[str, ...] = ()
-        if "+" in rest:
-            rest, build_text = rest.split("+", 1)
-            build = tuple(build_text.split("."))
-            for identifier in build:
-                if not identifier:
-                    raise ValueError("Build meta data can not be empty")
-                if not _IDENTIFIER.match(identifier):
-                    raise ValueError(
-                        f"Invalid character(s) found in build meta data {identifier!r}"
-                    )
-        pre: tuple[int | str, ...] = ()
-        if "-" in rest:
-            rest, pre_text = rest.split("-", 1)
-            pre = tuple(_pre_release(identifier) for identifier in pre_text.split("."))
-        numbers.append(_version_number("patch", rest))
-        return cls(numbers[0], numbers[1], numbers[2], pre, build)
+        major = _version_number("major", parts[0])
+        minor = _version_number("minor", parts[1])
+        rest, plus, build_text = parts[2].partition("+")
+        patch_text, dash, pre_text = rest.partition("-")
+        patch = _version_number("patch", patch_text)
+        pre = tuple(_pre_release(identifier) for identifier in pre_text.split(".")) if dash else ()
+        build = tuple(build_text.split(".")) if plus else ()
+        for identifier in build:
+            if not identifier:
+                raise ValueError("Build meta data is empty")
+            if not _IDENTIFIER.match(identifier):
+                raise ValueError(
+                    f"Invalid character(s) found in build meta data {_go_quote(identifier)}"
+                )
+        return cls(major, minor, patch, pre, build)
 
     @classmethod
     def parse_normalized(cls, text: str) -> Version:
@@ -238,25 +234,36 @@ class Version:
         return text
 
 
+def _go_quote(text: str) -> str:
+    """``%q`` of Go's fmt for the strings that reach these messages."""
+    return json.dumps(text, ensure_ascii=False)
+
+
 def _version_number(label: str, part: str) -> int:
-    if not _NUMERIC.match(part):
-        raise ValueError(f"Invalid character(s) found in {label} number {part!r}")
+    if part and not _NUMERIC.match(part):
+        raise ValueError(f"Invalid character(s) found in {label} number {_go_quote(part)}")
     if len(part) > 1 and part[0] == "0":
-        raise ValueError(f"{label.capitalize()} number must not contain leading zeroes {part!r}")
+        raise ValueError(
+            f"{label.capitalize()} number must not contain leading zeroes {_go_quote(part)}"
+        )
+    if not part or int(part) >= 2**64:
+        reason = "invalid syntax" if not part else "value out of range"
+        raise ValueError(f"strconv.ParseUint: parsing {_go_quote(part)}: {reason}")
     return int(part)
 
 
 def _pre_release(identifier: str) -> int | str:
     if not identifier:
-        raise ValueError("Prerelease meta data can not be empty")
-    if not _IDENTIFIER.match(identifier):
-        raise ValueError(f"Invalid character(s) found in prerelease {identifier!r}")
+        raise ValueError("Prerelease is empty")
     if _NUMERIC.match(identifier):
         if len(identifier) > 1 and identifier[0] == "0":
             raise ValueError(
-                f"Version Prerelease number must not contain leading zeroes {identifier!r}"
+                "Numeric PreRelease version must not contain leading zeroes "
+                + _go_quote(identifier)
             )
         return int(identifier)
+    if not _IDENTIFIER.match(identifier):
+        raise ValueError(f"Invalid character(s) found in prerelease {_go_quote(identifier)}")
     return identifier
 
 
@@ -323,7 +330,7 @@ def _declarations() -> list[cel.FunctionDecl]:
     q = _OPAQUE
     return [
         _function("quantity", _global("string_to_quantity", q, [_S], quantity_value)),
-        _function("isQuantity", _global("is_quantity_string", _B, [_S], _is_quantity)),
+        _function("isQuantity", _global("is_quantity_string", _B, [_S], quantity.is_valid)),
         _function(
             "semver",
             _global("string_to_semver", q, [_S], semver_value),
@@ -339,7 +346,8 @@ def _declarations() -> list[cel.FunctionDecl]:
             _global("is_semver_string", _B, [_S], _is_semver),
             _global("is_semver_string_bool", _B, [_S, _B], _is_semver),
         ),
-        _function("sign", _member("quantity_sign", _I, [q], lambda t: _sign(_fraction(t)))),
+        # A global function, not a method: upstream declares it so (``sign(q)``, not ``q.sign()``).
+        _function("sign", _global("quantity_sign", _I, [q], lambda t: _sign(_fraction(t)))),
         _function(
             "isInteger",
             _member("quantity_is_integer", _B, [q], lambda t: _as_int64(_fraction(t)) is not None),
@@ -377,7 +385,7 @@ def _declarations() -> list[cel.FunctionDecl]:
 def _environment() -> cel.Env:
     return cel.NewEnv(
         variables={"device": cel.Type.Map(cel.Type.STRING, cel.Type.DYN)},
-        extensions=[ext_bindings.ExtBindings(), ext_strings.ExtStrings()],
+        extensions=[ext_bindings.ExtBindings(), ext_strings.ExtStrings(version=2)],
         functions=_declarations(),
     )
 
@@ -406,12 +414,47 @@ def _status_text(text: str) -> str:
     return _STATUS_SUFFIX.sub("", _STATUS_PREFIX.sub("", text.strip()))
 
 
+_INDEX_ERROR = re.compile(r"^Index error: index=(-?\d+) size=\d+$")
+_RUNTIME_TEXTS = {"divide by zero": "division by zero"}
+
+
 def _runtime_error_text(text: str) -> str:
     text = _status_text(text)
     missing = _MISSING_KEY.match(text)
     if missing is not None:
         return f"no such key: {missing[1]}"
-    return text
+    index = _INDEX_ERROR.match(text)
+    if index is not None:
+        return f"index out of bounds: {index[1]}"
+    if text.startswith("No matching overloads found"):
+        return "no such overload"
+    return _RUNTIME_TEXTS.get(text, text)
+
+
+def _not_bool(value: Any, cel_type: cel.Type) -> str:
+    """Upstream's text for a selector whose value is not a bool."""
+    if isinstance(value, Mapping) and len(value) == 1:
+        for key, name in ((SEMVER_KEY, "Semver"), (QUANTITY_KEY, "Quantity")):
+            if key in value:
+                return (
+                    f"CEL result of type kubernetes.{name} could not be converted to bool: "
+                    f"type conversion error from '{name}' to 'bool'"
+                )
+    type_name = _type_name(cel_type)
+    if type_name == "string":
+        detail = "unsupported native conversion from string to 'bool'"
+    else:
+        detail = f"unsupported type conversion from '{type_name}' to bool"
+    return f"CEL result of type {type_name} could not be converted to bool: {detail}"
+
+
+_ERROR_LINE = re.compile(r"^ERROR: <input>:\d+:\d+: (.*)$", re.MULTILINE)
+_DYNAMIC_RANGE = "expression of type 'dyn' cannot be the range of a comprehension"
+
+
+def _only_dynamic_ranges(text: str) -> bool:
+    errors = _ERROR_LINE.findall(text)
+    return bool(errors) and all(error.startswith(_DYNAMIC_RANGE) for error in errors)
 
 
 def _type_name(cel_type: cel.Type) -> str:
@@ -473,11 +516,7 @@ class Program:
             raise SelectorError(_runtime_error_text(str(result.value())))
         value = result.value()
         if not isinstance(value, bool):
-            type_name = _type_name(result_type)
-            raise SelectorError(
-                f"CEL result of type {type_name} could not be converted to bool: "
-                f"unsupported type conversion from '{type_name}' to bool"
-            )
+            raise SelectorError(_not_bool(result.plain_value(), result_type))
         return value
 
     def _with_empty_domains(self, by_domain: Mapping[str, Mapping[str, Any]]) -> Mapping[str, Any]:
@@ -497,17 +536,88 @@ class Compiled:
     error: str | None
 
 
-class SelectorCache:
-    """Compiled selectors by expression text, least recently used dropped first.
+DeviceKey = tuple[str, str, int]
+"""A device in one state: its slice's uid and resourceVersion, and its index there."""
 
-    One per process, shared by every allocator, as upstream's ``cel.Cache``; thread-safe.
-    Failed compilations are not kept, so their error is computed again, as upstream.
+
+class SelectorCache:
+    """What selecting devices derives and may keep across scheduling attempts; one per process.
+
+    Compiled programs by expression text (``maxsize`` of them), as upstream's ``cel.Cache``:
+    failed compilations are not kept, so their error is computed again, as upstream. Beside
+    them, bounded too, the parsed ResourceSlices, each device's selector answers and what
+    selectors see of it, keyed by the slice's uid and resourceVersion (:data:`DeviceKey`): a
+    slice that changes gets a new resourceVersion, so nothing stale is ever read. Least recently
+    used entries go first; thread-safe.
     """
 
-    def __init__(self, maxsize: int = 1024) -> None:
+    def __init__(self, maxsize: int = 1024, *, devices: int = 65536) -> None:
         self._env = _environment()
         self._programs: cachetools.LRUCache[str, Program] = cachetools.LRUCache(maxsize=maxsize)
+        self._inputs: cachetools.LRUCache[DeviceKey, DeviceInput] = cachetools.LRUCache(
+            maxsize=devices
+        )
+        self._answers: cachetools.LRUCache[tuple[str, DeviceKey], bool] = cachetools.LRUCache(
+            maxsize=devices * 4
+        )
+        self._slices: cachetools.LRUCache[tuple[str, str], ResourceSlice] = cachetools.LRUCache(
+            maxsize=max(devices // 8, 1)
+        )
+        self._pools: cachetools.LRUCache[tuple[tuple[str, str], ...], list[Pool]] = (
+            cachetools.LRUCache(maxsize=max(devices // 8, 1))
+        )
         self._lock = threading.Lock()
+
+    def resource_slice(self, raw: Mapping[str, Any]) -> ResourceSlice:
+        """The parsed view of a ResourceSlice, parsed once per uid and resourceVersion.
+
+        Raises :class:`~kopf_scheduler.model.errors.InvalidObjectError` for a malformed slice.
+        """
+        version = object_version(raw)
+        if version is None:
+            return ResourceSlice(raw)
+        with self._lock:
+            known = self._slices.get(version)
+        if known is None:
+            known = ResourceSlice(raw)
+            with self._lock:
+                self._slices[version] = known
+        return known
+
+    def pools(
+        self,
+        available: Sequence[ResourceSlice],
+        gather: Callable[[Sequence[ResourceSlice]], list[Pool]],
+    ) -> list[Pool]:
+        """The pools of these slices: gathered once per set of slice versions."""
+        versions = tuple(s.version for s in available)
+        if not all(versions):
+            return gather(available)
+        key = tuple(v for v in versions if v is not None)
+        with self._lock:
+            known = self._pools.get(key)
+        if known is None:
+            known = gather(available)
+            with self._lock:
+                self._pools[key] = known
+        return known
+
+    def device_input(self, key: DeviceKey) -> DeviceInput | None:
+        with self._lock:
+            return self._inputs.get(key)
+
+    def remember_input(self, key: DeviceKey, inputs: DeviceInput) -> None:
+        with self._lock:
+            self._inputs[key] = inputs
+
+    def answer(self, expression: str, key: DeviceKey) -> bool | None:
+        """A selector's earlier answer for this device, if it is still known."""
+        with self._lock:
+            return self._answers.get((expression, key))
+
+    def remember_answer(self, expression: str, key: DeviceKey, matches: bool) -> None:
+        with self._lock:
+            self._answers[(expression, key)] = matches
 
     def compile(self, expression: str) -> Compiled:
         """The program for ``expression``, compiled on first use."""
@@ -518,7 +628,13 @@ class SelectorCache:
         try:
             compiled = self._env.compile(expression)
         except RuntimeError as error:
-            return Compiled(None, f"compilation failed: {_status_text(str(error))}")
+            text = _status_text(str(error))
+            if not _only_dynamic_ranges(text):
+                return Compiled(None, f"compilation failed: {text}")
+            # The C++ checker rejects a comprehension over a value it only knows as dynamic
+            # (``device.attributes["x"].exists(...)``), which upstream's typed environment
+            # accepts; such an expression has no other error, so it runs unchecked.
+            compiled = self._env.compile(expression, disable_check=True)
         output = compiled.return_type()
         if output not in (cel.Type.BOOL, cel.Type.DYN):
             return Compiled(
@@ -555,10 +671,10 @@ def device_input(
         value = entry.get("value") if isinstance(entry, Mapping) else None
         try:
             capacity_by_domain.setdefault(domain, {})[identifier] = _quantity(
-                parse_quantity(value, f"capacity {name}")
+                quantity.parse(str(value))
             )
-        except QuantityError as error:
-            raise SelectorError(str(error)) from None
+        except ValueError as error:
+            raise SelectorError(f"capacity {name}: {error}") from None
     return DeviceInput(driver, attributes_by_domain, capacity_by_domain)
 
 

@@ -14,10 +14,22 @@ naming it; the API server's validation makes that rare, but simulation input is 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from kopf_scheduler.model.errors import InvalidObjectError
 from kopf_scheduler.model.selectors import NodeSelector
+
+
+class DeviceID(NamedTuple):
+    """One device of one pool of one driver."""
+
+    driver: str
+    pool: str
+    device: str
+
+    def __str__(self) -> str:
+        return f"{self.driver}/{self.pool}/{self.device}"
+
 
 EXACT_COUNT = "ExactCount"
 ALL = "All"
@@ -41,6 +53,20 @@ def _list(raw: Any, field: str) -> Sequence[Any]:
 
 def _name(raw: Mapping[str, Any]) -> str:
     return str(_mapping(raw.get("metadata"), "metadata").get("name") or "")
+
+
+def object_version(raw: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(uid, resourceVersion)``: what names one state of an object read from the API server.
+
+    ``None`` for objects without them (built in memory), which are never cached.
+    """
+    metadata = raw.get("metadata")
+    if not isinstance(metadata, Mapping):
+        return None
+    uid, version = metadata.get("uid"), metadata.get("resourceVersion")
+    if not uid or not version:
+        return None
+    return str(uid), str(version)
 
 
 def selector_expressions(raw: Any, field: str) -> tuple[str | None, ...]:
@@ -106,6 +132,7 @@ class ResourceSlice:
         "devices",
         "driver",
         "generation",
+        "has_binding_conditions",
         "name",
         "node_name",
         "node_selector",
@@ -113,12 +140,14 @@ class ResourceSlice:
         "per_device_node_selection",
         "pool",
         "slice_count",
+        "version",
     )
 
     def __init__(self, raw: Mapping[str, Any]) -> None:
         spec = _mapping(raw.get("spec"), "spec")
         pool = _mapping(spec.get("pool"), "spec.pool")
         self.name = _name(raw)
+        self.version = object_version(raw)
         self.driver = str(spec.get("driver") or "")
         self.pool = str(pool.get("name") or "")
         self.generation = int(pool.get("generation") or 0)
@@ -134,6 +163,9 @@ class ResourceSlice:
         self.devices = tuple(
             Device(device, f"spec.devices[{i}]")
             for i, device in enumerate(_list(spec.get("devices"), "spec.devices"))
+        )
+        self.has_binding_conditions = any(
+            device.binding_conditions is not None for device in self.devices
         )
 
 

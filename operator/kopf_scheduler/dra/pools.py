@@ -23,19 +23,34 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from kopf_scheduler.dra.objects import ResourceSlice
+from kopf_scheduler.dra.objects import Device, DeviceID, ResourceSlice
+
+
+class Candidate(NamedTuple):
+    """One device of a pool, in the order the search visits them."""
+
+    id: DeviceID
+    device: Device
+    slice: ResourceSlice
+    position: int
+    """The device's index in its slice."""
 
 
 @dataclass(slots=True)
 class Pool:
-    """The slices of one pool (driver and pool name) that a node can use."""
+    """The slices of one pool (driver and pool name) that a node can use.
+
+    Never changed once gathered, so one pool may serve many searches.
+    """
 
     driver: str
     name: str
     slices: list[ResourceSlice] = field(default_factory=list)
     incomplete: bool = False
     invalid_reason: str | None = None
+    candidates: tuple[Candidate, ...] = ()
 
     @property
     def id(self) -> str:
@@ -45,7 +60,7 @@ class Pool:
 class SliceIndex:
     """Every usable slice, indexed so a node's pools are found without visiting all slices."""
 
-    __slots__ = ("_by_node_name", "_elsewhere", "slices")
+    __slots__ = ("_by_node_name", "_elsewhere", "selects_by_label", "slices")
 
     def __init__(self, slices: Sequence[ResourceSlice]) -> None:
         self.slices = tuple(slices)
@@ -58,9 +73,13 @@ class SliceIndex:
                 self._by_node_name[resource_slice.node_name].append(position)
             elif resource_slice.all_nodes or resource_slice.node_selector is not None:
                 self._elsewhere.append(position)
+        self.selects_by_label = any(
+            self.slices[position].node_selector is not None for position in self._elsewhere
+        )
+        """Whether a node's labels matter to which pools it sees."""
 
-    def pools(self, node_name: str, labels: Mapping[str, str]) -> list[Pool]:
-        """The pools of the slices available on the node, in the order of their first slice."""
+    def available(self, node_name: str, labels: Mapping[str, str]) -> list[ResourceSlice]:
+        """The slices available on the node, those with binding conditions last."""
         positions = list(self._by_node_name.get(node_name, ()))
         for position in self._elsewhere:
             resource_slice = self.slices[position]
@@ -70,32 +89,38 @@ class SliceIndex:
             ):
                 positions.append(position)
         positions.sort()
-        positions.sort(key=lambda position: _has_binding_conditions(self.slices[position]))
-        pools: dict[tuple[str, str], Pool] = {}
-        for position in positions:
-            resource_slice = self.slices[position]
-            key = (resource_slice.driver, resource_slice.pool)
-            pool = pools.get(key)
-            if pool is None:
-                pools[key] = Pool(resource_slice.driver, resource_slice.pool, [resource_slice])
-                continue
-            current = pool.slices[0].generation
-            if resource_slice.generation < current:
-                continue
-            if resource_slice.generation > current:
-                pool.slices.clear()
-            pool.slices.append(resource_slice)
-        for pool in pools.values():
-            pool.incomplete = len(pool.slices) != pool.slices[0].slice_count
-            pool.invalid_reason = _duplicate_device(pool)
-        return sorted(
-            pools.values(),
-            key=lambda pool: any(_has_binding_conditions(s) for s in pool.slices),
+        positions.sort(key=lambda position: self.slices[position].has_binding_conditions)
+        return [self.slices[position] for position in positions]
+
+
+def gather_pools(available: Sequence[ResourceSlice]) -> list[Pool]:
+    """The pools of these slices (see :meth:`SliceIndex.available`), in the order of their first
+    slice, newest generation only, those with binding conditions last."""
+    pools: dict[tuple[str, str], Pool] = {}
+    for resource_slice in available:
+        key = (resource_slice.driver, resource_slice.pool)
+        pool = pools.get(key)
+        if pool is None:
+            pools[key] = Pool(resource_slice.driver, resource_slice.pool, [resource_slice])
+            continue
+        current = pool.slices[0].generation
+        if resource_slice.generation < current:
+            continue
+        if resource_slice.generation > current:
+            pool.slices.clear()
+        pool.slices.append(resource_slice)
+    for pool in pools.values():
+        pool.incomplete = len(pool.slices) != pool.slices[0].slice_count
+        pool.invalid_reason = _duplicate_device(pool)
+        pool.candidates = tuple(
+            Candidate(DeviceID(pool.driver, pool.name, device.name), device, s, index)
+            for s in pool.slices
+            for index, device in enumerate(s.devices)
         )
-
-
-def _has_binding_conditions(resource_slice: ResourceSlice) -> bool:
-    return any(device.binding_conditions is not None for device in resource_slice.devices)
+    return sorted(
+        pools.values(),
+        key=lambda pool: any(s.has_binding_conditions for s in pool.slices),
+    )
 
 
 def _duplicate_device(pool: Pool) -> str | None:
