@@ -423,8 +423,11 @@ def test_group_of_device_pods_binds_whole_once_the_devices_are_there(
     claims = _member_claims(env, names)
     assert all(not (c.get("status") or {}).get("allocation") for c in claims.values()), claims
 
-    [second] = env.create_nodes(1)
+    # The driver's slice is there before the node: the node's arrival is then the one event
+    # that makes the group schedulable again.
+    second = f"e2e-{env.id}-{len(env.node_names)}"
     devices.publish([second])
+    assert env.create_nodes(1) == [second]
     bound = _wait_all_bound(env, names)
     assert set(bound.values()) == {first, second}
     taken: list[tuple[str, str]] = []
