@@ -47,12 +47,12 @@ cluster-down: $(STAMP)
 e2e: $(STAMP)
 	$(PY) -m pytest e2e
 
-## The scenarios that take `scheduler_name` (volumes, preemption bursts and takeovers) against
+## The scenarios that take `scheduler_name` (volumes, devices, preemption bursts and takeovers) against
 ## upstream kube-scheduler v1.34.10 on the same control plane: the expectations the e2e suite
 ## holds kopf-scheduler to are what upstream does.
 e2e-upstream: $(STAMP)
 	E2E_SCHEDULER=upstream $(PY) -m pytest e2e/test_volumes.py e2e/test_preemption.py \
-		-k "test_volumes or burst or takeover"
+		e2e/test_dra.py -k "test_volumes or test_dra or burst or takeover"
 
 ## Gang scheduling (Coscheduling, PodGroups) with a second kopf-scheduler whose profile enables
 ## it: all or nothing, no deadlock, group preemption, the Coscheduling guide's workload.

@@ -32,6 +32,8 @@ from bench import report
 from bench.scenarios import scenario
 
 REPO = Path(__file__).resolve().parent.parent
+SCHEDULERS = ("kopf", "upstream")
+"""The end-to-end runs of a pair, in order (bench.e2e.SCHEDULERS, without importing it)."""
 QPS_SETTINGS = ((5000.0, 5000), (50.0, 100))
 E2E_RATIO = 1.0
 """End to end at qps 5000/5000, the scenarios run full size by default."""
@@ -52,7 +54,7 @@ PROFILES: dict[str, dict[str, Any]] = {
     },
     "full": {
         "inprocess": ["S1", "S2", "S3a", "S3b", "S4", "S5", "S6", "S7"],
-        "e2e": ["S1", "S4", "S2", "S3a", "S3b", "S5", "S6", "S7"],
+        "e2e": ["S1", "S4", "S2", "S3a", "S3b", "S5", "S6", "S7", "DRA1"],
     },
 }
 
@@ -112,8 +114,10 @@ def run_e2e(
     keep_cluster: bool,
     pairs: list[dict[str, Any]],
     checkpoint: Callable[[], None],
+    schedulers: tuple[str, ...] = SCHEDULERS,
 ) -> list[str]:
-    """Run the pairs (fewest nodes first), appending each to ``pairs``, checkpointing after it."""
+    """Run the pairs (fewest nodes first), appending each to ``pairs``, checkpointing after it;
+    ``schedulers``: which of the two run, in that order."""
     from bench.cluster import binaries_available, start_bench_cluster
     from bench.e2e import run_pair
 
@@ -129,7 +133,7 @@ def run_e2e(
     try:
         for sc, qps, burst in runs:
             try:
-                pair = asyncio.run(run_pair(cluster, sc, qps, burst, work))
+                pair = asyncio.run(run_pair(cluster, sc, qps, burst, work, order=schedulers))
             except Exception as error:
                 traceback.print_exc()
                 pair = {
@@ -197,6 +201,7 @@ def run_profile(
     write: bool,
     keep_cluster: bool,
     out: Path | None = None,
+    schedulers: tuple[str, ...] = SCHEDULERS,
 ) -> dict[str, Any]:
     started = time.monotonic()
     partial = report.RESULTS_DIR / f"partial-{profile}.json"
@@ -226,7 +231,7 @@ def run_profile(
         results["inprocess"].append(result)
         checkpoint()
     if e2e:
-        results["skipped"] += run_e2e(e2e, keep_cluster, results["e2e"], checkpoint)
+        results["skipped"] += run_e2e(e2e, keep_cluster, results["e2e"], checkpoint, schedulers)
     results["machine_end"] = {"loadavg": [round(x, 2) for x in os.getloadavg()]}
     results["wall_seconds"] = round(time.monotonic() - started, 1)
     results["notes"] = _notes(results)
@@ -319,6 +324,11 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--no-write", action="store_true")
     run.add_argument("--keep-cluster", action="store_true")
     run.add_argument("--out", type=Path, help="also write the raw results to this file")
+    run.add_argument(
+        "--schedulers",
+        default=",".join(SCHEDULERS),
+        help="end to end: which schedulers run, in order (default kopf,upstream)",
+    )
     one = sub.add_parser("inprocess-one", help="one in-process scenario in this process")
     one.add_argument("spec")
     one.add_argument("--out", required=True)
@@ -365,10 +375,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "render":
         print(report.render(json.loads(Path(args.path).read_text())))
         return 0
+    schedulers = SCHEDULERS
     if args.command == "run":
         inprocess = [s for s in args.inprocess.split(",") if s]
         e2e = e2e_plan([s for s in args.e2e.split(",") if s], _qps(args.qps))
         profile = args.profile
+        schedulers = tuple(s for s in args.schedulers.split(",") if s)
+        unknown = sorted(set(schedulers) - set(SCHEDULERS)) or ([] if schedulers else ["none"])
+        if unknown:
+            parser.error(f"--schedulers: {', '.join(unknown)}; known: {', '.join(SCHEDULERS)}")
     else:
         profile = args.command
         inprocess = [] if args.no_inprocess else list(PROFILES[profile]["inprocess"])
@@ -378,8 +393,14 @@ def main(argv: list[str] | None = None) -> int:
         e2e += e2e_plan(_scaled(specs, args.e2e_ratio_low_qps), [(low_qps, low_burst)])
     for spec in (*inprocess, *(run[0] for run in e2e)):
         scenario(spec)  # fail early on a typo
+    for spec in inprocess:
+        if scenario(spec).devices:
+            parser.error(
+                f"{spec} runs only end to end (--e2e): its claims are made by "
+                "kube-controller-manager's resource-claim controller"
+            )
     out = getattr(args, "out", None)
-    run_profile(profile, inprocess, e2e, not args.no_write, args.keep_cluster, out)
+    run_profile(profile, inprocess, e2e, not args.no_write, args.keep_cluster, out, schedulers)
     return 0
 
 

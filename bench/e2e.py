@@ -14,6 +14,14 @@ pod's claim and PV are created bound before the init pods, the measured pods' pa
 and the run waits until all of them are Bound before the scheduler starts; its PVs are deleted
 with its namespace.
 
+For DRA1 every node also publishes its devices in a ResourceSlice, and the DeviceClass is made
+(once; both are kept); each run creates the ResourceClaimTemplate in its namespace and, before
+the init pods, their claims, which it allocates and reserves for them once the pods exist. The
+measured pods' claims are made by kube-controller-manager's resource-claim controller. After the
+run the namespace's claims must be gone before the next run starts, so that it finds every
+device free; the check ``devices`` holds every bound measured pod to an allocation on its node
+and no device to two claims.
+
 Both schedulers get the same ``clientConnection`` QPS/burst, leader election off, the default
 plugins and low log verbosity (ours at ``warning``, kube-scheduler at ``--v=1``).
 """
@@ -61,6 +69,9 @@ from bench.report import top_processes
 from bench.scenarios import ZONE_LABEL, Scenario, check
 
 REPO = Path(__file__).resolve().parent.parent
+RESOURCE_PATH = "/apis/resource.k8s.io/v1"
+DEVICE_CLASSES_PATH = f"{RESOURCE_PATH}/deviceclasses"
+SLICES_PATH = f"{RESOURCE_PATH}/resourceslices"
 CREATOR_CONCURRENCY = 48
 SCHEDULERS = ("kopf", "upstream")
 
@@ -411,6 +422,136 @@ async def delete_volumes(
     return {**result, "seconds": round(time.monotonic() - started, 1)}
 
 
+async def ensure_devices(client: Client, scenario: Scenario) -> dict[str, Any]:
+    """The DeviceClass and exactly one ResourceSlice per node, with the scenario's devices."""
+    started = time.monotonic()
+    await client.request("POST", DEVICE_CLASSES_PATH, shapes.device_class(), ok_statuses=(409,))
+    wanted = {s["metadata"]["name"]: s for s in scenario.node_slices()}
+    existing, _ = await client.list_all(SLICES_PATH)
+
+    async def delete(stale: dict[str, Any]) -> None:
+        await client.request(
+            "DELETE", f"{SLICES_PATH}/{stale['metadata']['name']}", ok_statuses=(404,)
+        )
+
+    def current(found: dict[str, Any]) -> bool:
+        raw = wanted.get(found["metadata"]["name"])
+        return raw is not None and all(
+            found["spec"].get(key) == raw["spec"][key] for key in ("driver", "nodeName", "devices")
+        )
+
+    stale = [found for found in existing if not current(found)]
+    await for_each(stale, CREATOR_CONCURRENCY, delete)
+    kept = {found["metadata"]["name"] for found in existing if current(found)}
+    missing = [raw for name, raw in wanted.items() if name not in kept]
+    created = await create_many(client, lambda _: SLICES_PATH, missing, CREATOR_CONCURRENCY)
+    return {
+        "slices": len(wanted),
+        "created": len(missing),
+        "deleted": len(stale),
+        "creation": created,
+        "seconds": round(time.monotonic() - started, 1),
+    }
+
+
+async def create_init_claims(client: Client, init: list[dict[str, Any]]) -> dict[str, Any]:
+    """The claims of the bound init pods, before the pods (which name them)."""
+    claims = [
+        shapes.init_claim(pod["metadata"]["name"], pod["metadata"]["namespace"])
+        for pod in init
+        if pod["metadata"]["labels"].get(shapes.KIND_LABEL) in shapes.DEVICE_KINDS
+    ]
+    return await create_many(client, resource_claims_path, claims, CREATOR_CONCURRENCY)
+
+
+async def allocate_init_claims(
+    client: Client, scenario: Scenario, namespace: str
+) -> dict[str, Any]:
+    """Allocate each init pod's claim to the next free device of its node and reserve it for
+    the pod, as the scheduler would have done (init pod ``i`` is on node ``i mod nodes``)."""
+    pods, _ = await client.list_all(f"/api/v1/namespaces/{namespace}/pods")
+    uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods}
+    index = {p["metadata"]["name"]: i for i, p in enumerate(scenario.init_pods(namespace, ""))}
+    claimed = [
+        p
+        for p in pods
+        if p["metadata"]["labels"].get(shapes.KIND_LABEL) in shapes.DEVICE_KINDS
+        and p["metadata"]["labels"].get(shapes.ROLE_LABEL) == shapes.ROLE_INIT
+    ]
+
+    async def allocate(pod: dict[str, Any]) -> None:
+        name = pod["metadata"]["name"]
+        status = shapes.init_claim_status(
+            pod["spec"]["nodeName"], index[name] // scenario.nodes, name, uids[name]
+        )
+        claim_name = shapes.init_claim_name(name)
+        await client.request(
+            "PATCH",
+            f"{RESOURCE_PATH}/namespaces/{namespace}/resourceclaims/{claim_name}/status",
+            {"status": status},
+            content_type=MERGE_PATCH,
+        )
+
+    return await for_each(claimed, CREATOR_CONCURRENCY, allocate)
+
+
+async def wait_resource_claims_gone(
+    client: Client, namespace: str, timeout: float = 600.0
+) -> float:
+    """After the namespace's pods: its claims go once the resource-claim controller has lifted
+    their finalizer, and only then are their devices free for the next run."""
+    started = time.monotonic()
+    path = f"{RESOURCE_PATH}/namespaces/{namespace}/resourceclaims"
+    while time.monotonic() - started < timeout:
+        page = await client.request("GET", path, params={"limit": "1"})
+        if not page.get("items"):
+            return time.monotonic() - started
+        await asyncio.sleep(1.0)
+    raise RuntimeError(f"resource claims of {namespace} still there after {timeout:.0f}s")
+
+
+def resource_claims_path(raw: Mapping[str, Any]) -> str:
+    return f"{RESOURCE_PATH}/namespaces/{raw['metadata']['namespace']}/resourceclaims"
+
+
+def device_check(pods: list[dict[str, Any]], claims: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every bound measured pod's claim is allocated on the pod's node; no device is in two
+    claims."""
+    allocated: dict[str, tuple[str, list[tuple[str, str, str]]]] = {}
+    for claim in claims:
+        allocation = (claim.get("status") or {}).get("allocation")
+        if not allocation:
+            continue
+        terms = (allocation.get("nodeSelector") or {}).get("nodeSelectorTerms") or []
+        node = next(
+            (v for t in terms for f in t.get("matchFields") or [] for v in f.get("values") or []),
+            "",
+        )
+        results = (allocation.get("devices") or {}).get("results") or []
+        allocated[claim["metadata"]["name"]] = (
+            node,
+            [(r["driver"], r["pool"], r["device"]) for r in results],
+        )
+    devices = Counter(d for _, listed in allocated.values() for d in listed)
+    shared = sum(1 for count in devices.values() if count > 1)
+    wrong = 0
+    for pod in pods:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node or shapes.pod_role(pod) != shapes.ROLE_MEASURED:
+            continue
+        names = [
+            s.get("resourceClaimName")
+            for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
+        ]
+        if not names or any(allocated.get(str(n), ("", []))[0] != node for n in names):
+            wrong += 1
+    return {
+        "bound_without_allocation_on_node": wrong,
+        "devices_in_two_claims": shared,
+        "ok": wrong == 0 and shared == 0,
+    }
+
+
 async def ensure_priority_class(client: Client) -> None:
     await client.request(
         "POST",
@@ -616,9 +757,20 @@ async def run_one(
     if scenario.volumes:
         volumes["creation"] = await create_bound_claims(client, [*init, *measured])
         say(f"  {volumes['creation']['count']} claims with their PVs created")
+    devices: dict[str, Any] = {}
+    if scenario.devices:
+        await client.request(
+            "POST",
+            f"{RESOURCE_PATH}/namespaces/{namespace}/resourceclaimtemplates",
+            shapes.claim_template(namespace),
+        )
+        devices["claims"] = await create_init_claims(client, init)
     init_creation = await create_many(client, pods_path, init, CREATOR_CONCURRENCY)
     init_running = await wait_all_running(client, namespace)
     say(f"  {len(init)} init pods created ({init_creation['per_second']}/s) and Running")
+    if scenario.devices:
+        devices["allocation"] = await allocate_init_claims(client, scenario, namespace)
+        say(f"  {devices['claims']['count']} init claims allocated and reserved")
     if scenario.volumes:
         count = volumes["creation"]["count"]
         volumes["bound_seconds"] = round(await wait_claims_bound(client, namespace, count), 1)
@@ -707,7 +859,15 @@ async def run_one(
     result["checks"] = check(scenario, pods, zones, None)
     if "victims" in scenario.checks:
         result["checks"]["victims"] = result["victims"]
+    if scenario.devices:
+        claims, _ = await client.list_all(f"{RESOURCE_PATH}/namespaces/{namespace}/resourceclaims")
+        result["checks"]["devices"] = device_check(pods, claims)
+        result["checks"]["ok"] = result["checks"]["ok"] and result["checks"]["devices"]["ok"]
+        result["devices"] = devices
     result["cleanup_seconds"] = round(await delete_namespace(client, namespace), 1)
+    if scenario.devices:
+        gone = await wait_resource_claims_gone(client, namespace)
+        result["devices"]["claims_gone_seconds"] = round(gone, 1)
     if scenario.volumes:
         result["volumes"]["cleanup"] = await delete_volumes(client, namespace)
     return result
@@ -868,6 +1028,8 @@ async def run_pair(
         nodes = await ensure_nodes(client, scenario.nodes)
         if scenario.volumes:
             nodes["volume_limits"] = await ensure_volume_limits(client, scenario.nodes)
+        if scenario.devices:
+            nodes["devices"] = await ensure_devices(client, scenario)
         runs = {}
         for which in order:
             runs[which] = await run_one(

@@ -17,6 +17,13 @@ measurement: scheduler_perf creates each pod's pair right before the pod, inside
 step, which would make the creator (five requests per pod instead of one), not the scheduler,
 set the pace end to end.
 
+DRA1 is SchedulingWithResourceClaimTemplate (dra/performance-config.yaml, workload
+5000pods_500nodes; scheduler_perf's threshold 40 pods/s): every node publishes ten devices of
+one driver, and every pod uses a claim of one device, made from a ResourceClaimTemplate by the
+resource-claim controller for the measured pods; the init pods' claims are created already
+allocated (see :mod:`bench.shapes`). It runs only end to end: the claims are made by
+kube-controller-manager.
+
 A scaled scenario keeps the shapes and the per-node density and multiplies the node and pod
 counts by one ratio; arrival rates stay as they are.
 """
@@ -63,6 +70,8 @@ class Scenario:
     drain: bool = False
     """The measured pods are all created before the scheduler starts: the figure is then the
     scheduler's own (start-up, caches, cycles, bindings), not the pod creator's pace."""
+    devices_per_node: int = 0
+    """Devices each node publishes in a ResourceSlice (scheduler_perf's maxClaimsPerNode)."""
 
     @property
     def init_count(self) -> int:
@@ -81,6 +90,11 @@ class Scenario:
         return bool(kinds & shapes.VOLUME_KINDS)
 
     @property
+    def devices(self) -> bool:
+        """Whether the pods use ResourceClaims: the nodes then publish devices."""
+        return self.devices_per_node > 0
+
+    @property
     def label(self) -> str:
         return self.id if self.ratio == 1.0 else f"{self.id}@{self.ratio:g}"
 
@@ -92,6 +106,8 @@ class Scenario:
             text += f", {self.arrivals.per_second:g} {self.arrivals.kind}/s"
         if self.drain:
             text += ", all pending before the scheduler starts"
+        if self.devices:
+            text += f", {self.devices_per_node} devices per node"
         return text
 
     def scaled(self, ratio: float) -> Scenario:
@@ -120,6 +136,7 @@ class Scenario:
             "measured": [dataclasses.asdict(g) for g in self.measured],
             "arrivals": dataclasses.asdict(self.arrivals) if self.arrivals else None,
             "drain": self.drain,
+            "devices_per_node": self.devices_per_node,
             "shape": self.shape(),
         }
 
@@ -134,6 +151,15 @@ class Scenario:
         if not self.volumes:
             return []
         return [shapes.csi_node(shapes.node(i)["metadata"]["name"]) for i in range(self.nodes)]
+
+    def node_slices(self) -> list[Raw]:
+        """One ResourceSlice per node when the pods use devices, none otherwise."""
+        if not self.devices:
+            return []
+        return [
+            shapes.node_slice(shapes.node(i)["metadata"]["name"], self.devices_per_node)
+            for i in range(self.nodes)
+        ]
 
     def init_pods(self, namespace: str, scheduler_name: str) -> list[Raw]:
         pods = []
@@ -239,6 +265,14 @@ SCENARIOS: dict[str, Scenario] = {
             5000,
             (Group("csi", 5000),),
             (Group("csi", 1000),),
+        ),
+        Scenario(
+            "DRA1",
+            "SchedulingWithResourceClaimTemplate/5000pods_500nodes",
+            500,
+            (Group("dra", 2500),),
+            (Group("dra", 2500),),
+            devices_per_node=10,
         ),
         Scenario(
             "D1",

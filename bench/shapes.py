@@ -16,6 +16,16 @@ to change: the ``claimRef`` carries the claim's UID (without it the controller w
 PV for merely reserved, make it Available and the claim Lost), and the claim's status has the
 access modes and capacity the controller would write there. Their nodes allow 39 volumes of the
 driver, in the node's allocatable (``attachable-volumes-csi-ebs.csi.aws.com``) and in a CSINode.
+
+The ``dra`` pods are SchedulingWithResourceClaimTemplate's (dra/templates/
+pod-with-claim-template.yaml): a pause container without requests that uses one claim, made by
+the resource-claim controller from the namespace's ResourceClaimTemplate ``test-claim-template``
+(one device of the DeviceClass ``test-class``, that is of the driver
+``test-driver.cdi.k8s.io``); every node publishes ``maxClaimsPerNode`` devices in a
+ResourceSlice (:mod:`e2e.support.dra`, scheduler_perf's ``createResourceDriver``). scheduler_perf
+schedules its init pods; here they are created bound, each with a claim of its own already
+allocated to the next free device of its node and reserved for it, which is the state the
+scheduler would have left.
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from e2e.localcluster.cluster import node_manifest
+from e2e.support import dra
 
 from kopf_scheduler.model.storage import (
     BIND_COMPLETED_ANNOTATION,
@@ -145,6 +156,13 @@ def _spec(kind: str) -> tuple[Raw, dict[str, str]]:
     """The pod spec of one template, and the labels it carries."""
     if kind in ("default", "csi"):
         return {"containers": [_container("100m")]}, {}
+    if kind == "dra":
+        container = {
+            "name": "pause",
+            "image": PAUSE_IMAGE,
+            "resources": {"claims": [{"name": DRA_ENTRY}]},
+        }
+        return {"containers": [container]}, {}
     if kind == "low":
         return {"containers": [_container("900m")], "terminationGracePeriodSeconds": 0}, {}
     if kind == "high":
@@ -163,6 +181,10 @@ def _spec(kind: str) -> tuple[Raw, dict[str, str]]:
 
 VOLUME_KINDS = frozenset({"csi"})
 """The templates whose pods each mount a claim of their own, bound to a PV of their own."""
+DEVICE_KINDS = frozenset({"dra"})
+"""The templates whose pods each use a ResourceClaim of their own."""
+DRA_ENTRY = "resource"
+"""The pod's entry in ``spec.resourceClaims`` (scheduler_perf's)."""
 
 
 def pod(
@@ -184,6 +206,15 @@ def pod(
     if kind in VOLUME_KINDS:
         # The claim is named after the pod (the pods of one namespace never share one).
         spec["volumes"] = [{"name": CLAIM_VOLUME, "persistentVolumeClaim": {"claimName": name}}]
+    if kind in DEVICE_KINDS:
+        # A bound pod's claim is made already allocated (see init_claim); a pending pod's
+        # comes from the template.
+        source = (
+            {"resourceClaimName": init_claim_name(name)}
+            if node_name is not None
+            else {"resourceClaimTemplateName": dra.PERF_CLAIM_TEMPLATE}
+        )
+        spec["resourceClaims"] = [{"name": DRA_ENTRY, **source}]
     if node_name is not None:
         spec["nodeName"] = node_name
     return {
@@ -273,4 +304,66 @@ def bound_volume(stored_claim: Mapping[str, Any]) -> Raw:
             },
         },
         "status": {"phase": VOLUME_BOUND},
+    }
+
+
+# Devices ---------------------------------------------------------------------------------------
+
+
+def device_class() -> Raw:
+    """dra/templates/deviceclass.yaml."""
+    return dra.device_class(dra.PERF_DEVICE_CLASS, dra.PERF_DRIVER)
+
+
+def claim_spec() -> Raw:
+    """The spec of dra/templates/resourceclaimtemplate.yaml: one device of ``test-class``."""
+    return dra.claim_spec([dra.exactly("req-0", dra.PERF_DEVICE_CLASS)])
+
+
+def claim_template(namespace: str) -> Raw:
+    return dra.claim_template(dra.PERF_CLAIM_TEMPLATE, namespace, claim_spec())
+
+
+def node_slice(node_name: str, devices: int) -> Raw:
+    return dra.perf_slice(node_name, devices)
+
+
+def init_claim_name(pod_name: str) -> str:
+    return f"{pod_name}-{DRA_ENTRY}"
+
+
+def init_claim(pod_name: str, namespace: str) -> Raw:
+    """An init pod's claim with the finalizer the scheduler's PreBind adds along with the
+    allocation: the resource-claim controller then deallocates it and lets it go with its pod."""
+    raw = dra.claim(init_claim_name(pod_name), namespace, claim_spec())
+    raw["metadata"]["finalizers"] = [dra.DELETE_PROTECTION]
+    return raw
+
+
+def init_claim_status(node_name: str, device_index: int, pod_name: str, pod_uid: str) -> Raw:
+    """The allocation the scheduler would have written for an init pod: device
+    ``instance-<device_index>`` of the node's pool, reserved for the pod."""
+    return {
+        "allocation": {
+            "devices": {
+                "results": [
+                    {
+                        "request": "req-0",
+                        "driver": dra.PERF_DRIVER,
+                        "pool": node_name,
+                        "device": f"instance-{device_index}",
+                    }
+                ]
+            },
+            "nodeSelector": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchFields": [
+                            {"key": "metadata.name", "operator": "In", "values": [node_name]}
+                        ]
+                    }
+                ]
+            },
+        },
+        "reservedFor": [{"resource": "pods", "name": pod_name, "uid": pod_uid}],
     }

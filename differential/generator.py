@@ -1,6 +1,6 @@
 """Randomized scenarios from a seed: the same (profile, seed) always gives the same scenario.
 
-Two profiles:
+Three profiles:
 
 - ``mixed``: every filter and score the default profile has a say in. Nodes of different sizes
   in two or three zones, with labels, some tainted, some with a low pod limit; running pods that
@@ -11,6 +11,11 @@ Two profiles:
 - ``preemption``: full nodes, running pods of several priorities with short grace periods, PDBs
   with little or no budget, ReadWriteOncePod claims in use, and bursts of large high-priority
   pods, some with ``preemptionPolicy: Never``.
+- ``devices``: Dynamic Resource Allocation. Some nodes publish GPUs (dra-example-driver's shape,
+  :mod:`e2e.support.dra`, one to eight per node); pending pods ask for one or two of them through
+  ResourceClaimTemplates, for one with an index of 4 or more (a CEL selector), for a model no
+  device has, or share a ResourceClaim; next to them, CPU-only pods and pods of higher priority,
+  so that devices run out and preemption is tried around pods that hold them.
 
 Scenarios stay small (at most 5 nodes, about 14 running and 8 pending pods) so that one run of
 each scheduler takes well under a minute. Pods of a wave arrive a fraction of a second apart,
@@ -26,9 +31,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from e2e.support import dra
+
 from .scenario import Raw, Scenario, Wave
 
-PROFILES = ("mixed", "preemption")
+PROFILES = ("mixed", "preemption", "devices")
 
 ZONE_KEY = "topology.kubernetes.io/zone"
 HOSTNAME_KEY = "kubernetes.io/hostname"
@@ -41,6 +48,29 @@ TAINT_KEY = "dedicated"
 WFFC_CLASS = "diff-wffc"
 IMMEDIATE_CLASS = "diff-immediate"
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
+
+DEVICE_CLASS = "diff-gpu"
+GPU_COUNTS = (1, 2, 4, 8)
+GPU_ENTRY = "gpu"
+MISSING_MODEL = "NO-SUCH-MODEL"
+# Template name -> (devices asked for, CEL selectors of the request).
+GPU_TEMPLATES: dict[str, tuple[int, tuple[str, ...]]] = {
+    "gpu-1": (1, ()),
+    "gpu-2": (2, ()),
+    "gpu-high-index": (1, (f'device.attributes["{dra.EXAMPLE_DRIVER}"].index >= 4',)),
+    "gpu-missing-model": (
+        1,
+        (f'device.attributes["{dra.EXAMPLE_DRIVER}"].model == "{MISSING_MODEL}"',),
+    ),
+}
+GPU_FEATURES = {
+    "gpu": "gpu-1",
+    "gpus-2": "gpu-2",
+    "gpu-high-index": "gpu-high-index",
+    "gpu-missing-model": "gpu-missing-model",
+}
+"""Pending pod feature -> the template its pod's claim is made from."""
+SHARED_GPU_CLAIM = "shared-gpu"
 
 PRIORITY_CLASSES: dict[str, tuple[int, str]] = {
     "diff-p10": (10, "PreemptLowerPriority"),
@@ -82,6 +112,8 @@ class Profile:
     """Seconds between two pods of a wave."""
     backlog_chance: float
     """Chance that the first wave is a backlog, there before the scheduler starts."""
+    gpu_node_chance: float = 0.0
+    """Chance that a node publishes GPUs."""
 
 
 MIXED = Profile(
@@ -145,7 +177,36 @@ PREEMPTION = Profile(
     backlog_chance=0.6,
 )
 
-_PROFILES = {profile.name: profile for profile in (MIXED, PREEMPTION)}
+DEVICES = Profile(
+    name="devices",
+    nodes=(3, 4),
+    fill=(0.2, 0.6),
+    max_running_per_node=2,
+    running_cpu=(250, 500, 1000),
+    pending=(4, 8),
+    running_classes=(None, "diff-p10", "diff-p50"),
+    pending_classes=(None, "diff-p10", "diff-p50", "diff-p100", "diff-p200"),
+    pending_cpu=(100, 250, 500, 1000),
+    features=(
+        ("none", 2),
+        ("gpu", 5),
+        ("gpus-2", 2),
+        ("gpu-high-index", 1),
+        ("gpu-missing-model", 1),
+        ("shared-gpu", 2),
+        ("node-selector", 1),
+        ("anti-affinity", 1),
+    ),
+    volume_chance=0.0,
+    pdb_chance=0.0,
+    low_pod_limit_chance=0.0,
+    wave_gaps=(0, 1, 2, 3),
+    pod_gaps=(0.3, 0.5, 1.0),
+    backlog_chance=0.3,
+    gpu_node_chance=0.7,
+)
+
+_PROFILES = {profile.name: profile for profile in (MIXED, PREEMPTION, DEVICES)}
 
 
 def generate(seed: int, profile: str = "mixed") -> Scenario:
@@ -307,6 +368,10 @@ class _Generator:
         self.rwop_claims: list[str] = []
         self.immediate_claims: list[str] = []
         self.volume_count = 0
+        self.gpus: dict[str, int] = {}
+        """Node -> the GPUs it publishes."""
+        self.templates: set[str] = set()
+        self.shared_claim = False
 
     def scenario(self) -> Scenario:
         self._nodes()
@@ -316,6 +381,7 @@ class _Generator:
         self._running(with_volumes)
         self._pdbs()
         waves = self._waves()
+        uses_devices = bool(self.templates or self.shared_claim)
         return Scenario(
             name=scenario_name(self.profile.name, self.seed),
             seed=self.seed,
@@ -323,9 +389,15 @@ class _Generator:
             description=f"generated from seed {self.seed} with the {self.profile.name} profile",
             priority_classes=[priority_class(name) for name in sorted(self.classes)],
             storage_classes=[storage_class(name) for name in sorted(self.storage_classes)],
+            device_classes=[gpu_class()] if uses_devices else [],
             nodes=[self._node_manifest(n) for n in self.nodes],
+            resource_slices=[
+                gpu_slice(name, count) for name, count in self.gpus.items() if uses_devices
+            ],
             volumes=self.volumes,
             claims=self.claims,
+            claim_templates=[gpu_template(name) for name in sorted(self.templates)],
+            resource_claims=[gpu_claim(SHARED_GPU_CLAIM, 1)] if self.shared_claim else [],
             running=self.running,
             pdbs=self.pdbs,
             waves=waves,
@@ -364,6 +436,8 @@ class _Generator:
             pod_limit = 110
             if rng.random() < self.profile.low_pod_limit_chance:
                 pod_limit = rng.randint(2, 4)
+            if rng.random() < self.profile.gpu_node_chance:
+                self.gpus[f"node-{index}"] = rng.choice(GPU_COUNTS)
             self.nodes.append(
                 _Node(
                     name=f"node-{index}",
@@ -628,6 +702,13 @@ class _Generator:
             mount(manifest, f"missing-{_name_of(manifest)}")
         elif feature == "rwop-claim" and self.rwop_claims:
             mount(manifest, rng.choice(self.rwop_claims))
+        elif feature in GPU_FEATURES:
+            template = GPU_FEATURES[feature]
+            self.templates.add(template)
+            manifest.update(dra.with_claims(manifest, templates={GPU_ENTRY: template}))
+        elif feature == "shared-gpu":
+            self.shared_claim = True
+            manifest.update(dra.with_claims(manifest, claims={GPU_ENTRY: SHARED_GPU_CLAIM}))
         # "none" adds nothing.
 
     def _wffc_claim(self, manifest: Raw, wave: Wave, *, zonal: bool) -> None:
@@ -644,6 +725,27 @@ class _Generator:
         )
         self.storage_classes.add(WFFC_CLASS)
         mount(manifest, claim_name)
+
+
+def gpu_class() -> Raw:
+    return dra.device_class(DEVICE_CLASS, dra.EXAMPLE_DRIVER)
+
+
+def gpu_slice(node_name: str, gpus: int) -> Raw:
+    return dra.example_gpu_slice(node_name, gpus=gpus)
+
+
+def _gpu_spec(count: int, selectors: Sequence[str]) -> Raw:
+    return dra.claim_spec([dra.exactly(GPU_ENTRY, DEVICE_CLASS, count=count, selectors=selectors)])
+
+
+def gpu_template(name: str) -> Raw:
+    count, selectors = GPU_TEMPLATES[name]
+    return dra.claim_template(name, None, _gpu_spec(count, selectors))
+
+
+def gpu_claim(name: str, count: int) -> Raw:
+    return dra.claim(name, None, _gpu_spec(count, ()))
 
 
 def _pod_term(app: str, topology_key: str) -> Raw:

@@ -17,7 +17,11 @@ with ``kubectl``, keyed by the scenario's own names:
   ``(repeated)``. Counts above two are not told apart because client-go's events recorder
   writes only the first repeat at once (the rest when the series ends, minutes later);
 - ``disruption_targets``: the first ``DisruptionTarget`` condition each victim showed;
-- ``claims``: the PV each claim of the namespace ended up bound to, or ``unbound``.
+- ``claims``: the PV each claim of the namespace ended up bound to, or ``unbound``;
+- ``allocations``: each ResourceClaim's ``status.allocation`` and ``status.reservedFor`` as
+  ``<node>: <request> <driver>/<pool>/<device>, ...; reserved for <pods>`` (or
+  ``unallocated``). A claim the resource-claim controller made from a template has a random
+  name; it is keyed ``<pod>/<entry of spec.resourceClaims>`` instead.
 
 In every text, a pod's UID becomes its name, any other UID ``<uid>``, the namespace ``<ns>``
 and the scheduler's name ``<scheduler>``.
@@ -43,6 +47,7 @@ ASPECTS = (
     "events",
     "disruption_targets",
     "claims",
+    "allocations",
 )
 
 EVENT_REASONS = ("FailedScheduling", "Preempted", "Scheduled")
@@ -52,6 +57,9 @@ DELETED = "deleted"
 ABSENT = "absent"
 CLEARED = "-"
 UNBOUND = "unbound"
+UNALLOCATED = "unallocated"
+POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+"""Set by the resource-claim controller on the claims it makes: the pod's entry name."""
 NO_CONDITION = "none"
 
 _UID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
@@ -102,7 +110,39 @@ def normalise(record: RunRecord, pod_names: Iterable[str] = ()) -> Outcome:
             name_of(claim): (claim.get("spec") or {}).get("volumeName") or UNBOUND
             for claim in record.claims
         },
+        "allocations": dict(sorted(_allocation(claim, text) for claim in record.resource_claims)),
     }
+
+
+def _claim_key(claim: Mapping[str, Any]) -> str:
+    metadata = claim.get("metadata") or {}
+    entry = (metadata.get("annotations") or {}).get(POD_CLAIM_ANNOTATION)
+    owners = [o for o in metadata.get("ownerReferences") or [] if o.get("kind") == "Pod"]
+    if entry and owners:
+        return f"{owners[0].get('name')}/{entry}"
+    return name_of(claim)
+
+
+def _allocation(claim: Mapping[str, Any], text: TextNormaliser) -> tuple[str, str]:
+    status = claim.get("status") or {}
+    allocation = status.get("allocation")
+    if not allocation:
+        return _claim_key(claim), UNALLOCATED
+    terms = (allocation.get("nodeSelector") or {}).get("nodeSelectorTerms") or []
+    nodes = sorted(
+        str(value)
+        for term in terms
+        for field in term.get("matchFields") or []
+        if field.get("key") == "metadata.name"
+        for value in field.get("values") or []
+    )
+    devices = ", ".join(
+        f"{r.get('request')} {r.get('driver')}/{r.get('pool')}/{r.get('device')}"
+        for r in (allocation.get("devices") or {}).get("results") or []
+    )
+    users = sorted(text(str(entry.get("name"))) for entry in status.get("reservedFor") or [])
+    where = ",".join(nodes) or "any node"
+    return _claim_key(claim), f"{where}: {devices}; reserved for {', '.join(users) or 'nobody'}"
 
 
 def _placement(

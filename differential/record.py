@@ -1,8 +1,8 @@
 """What one run of a scenario left behind, as the API server showed it, before normalisation.
 
 A record holds raw objects only (final pods, every pod change the watch saw, the Events, the
-claims), so it can be saved as JSON, read back and normalised again when the normaliser
-changes, and a run can be examined long after its namespace is gone.
+volume and resource claims), so it can be saved as JSON, read back and normalised again when
+the normaliser changes, and a run can be examined long after its namespace is gone.
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ class RunRecord:
     """``events.k8s.io/v1`` Events of the namespace at the end."""
     claims: list[Raw] = field(default_factory=list)
     """PersistentVolumeClaims of the namespace at the end."""
+    resource_claims: list[Raw] = field(default_factory=list)
+    """ResourceClaims (``resource.k8s.io/v1``) of the namespace at the end."""
 
     def to_json(self) -> Raw:
         return asdict(self)

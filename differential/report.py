@@ -33,6 +33,7 @@ bound pod's `nominatedNodeName` on purpose), and compares what `kubectl` shows a
 | events | each pod's distinct `FailedScheduling`, `Preempted`, `Scheduled` Events, repeats marked |
 | disruption_targets | the `DisruptionTarget` condition of each victim |
 | claims | the volume each claim was bound to |
+| allocations | the node, devices and users of each ResourceClaim |
 
 Every run starts its waves 0.2 s past a whole second of the wall clock: the API server keeps
 deletion and start times to the second and kwok removes a terminating pod on the second, so the

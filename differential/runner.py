@@ -21,9 +21,12 @@ One run, in order:
    the scheduler's active or backoff queue (``scheduler_pending_pods``) and no pod change for
    :data:`QUIET_SECONDS`, on two probes in a row;
 5. stop the scheduler (ours writes its pending Event series on the way out), collect pods,
-   Events and claims, and remove everything the run created.
+   Events, volume claims and resource claims, and remove everything the run created (the
+   resource claims first, and wait until they are gone, so that the next run finds every
+   device free).
 
-The nodes are created once per scenario (:meth:`Lab.stage`) and are identical for every run.
+The nodes and their ResourceSlices are created once per scenario (:meth:`Lab.stage`) and are
+identical for every run.
 
 Why the waves keep time with the wall clock's seconds: the API server stores a deletion's
 ``deletionTimestamp`` and a pod's ``startTime`` to the second, and kwok removes a terminating
@@ -74,6 +77,8 @@ STOP_TIMEOUT = 20.0
 SERVICE_ACCOUNT = "kopf-scheduler"
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
 MERGE_PATCH = "application/merge-patch+json"
+RESOURCE_PATH = "/apis/resource.k8s.io/v1"
+SLICES_PATH = f"{RESOURCE_PATH}/resourceslices"
 WAVE_PHASE = 0.2
 """Where within a wall-clock second the first wave of every run starts."""
 
@@ -111,6 +116,10 @@ def _kind_path(obj: Mapping[str, Any], namespace: str | None = None) -> str:
         "Namespace": "/api/v1/namespaces",
         "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
         "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
+        "DeviceClass": f"{RESOURCE_PATH}/deviceclasses",
+        "ResourceSlice": f"{RESOURCE_PATH}/resourceslices",
+        "ResourceClaimTemplate": f"{RESOURCE_PATH}/namespaces/{{ns}}/resourceclaimtemplates",
+        "ResourceClaim": f"{RESOURCE_PATH}/namespaces/{{ns}}/resourceclaims",
         "Pod": "/api/v1/namespaces/{ns}/pods",
         "PersistentVolumeClaim": "/api/v1/namespaces/{ns}/persistentvolumeclaims",
         "PodDisruptionBudget": "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
@@ -119,6 +128,10 @@ def _kind_path(obj: Mapping[str, Any], namespace: str | None = None) -> str:
         raise RunnerError(f"cannot create a {kind}")
     ns = namespace or (obj.get("metadata") or {}).get("namespace") or "default"
     return paths[str(kind)].format(ns=ns)
+
+
+def _resource_claims_path(namespace: str) -> str:
+    return f"{RESOURCE_PATH}/namespaces/{namespace}/resourceclaims"
 
 
 class Api:
@@ -421,7 +434,7 @@ class Lab:
             name = name_of(namespace)
             if name.startswith("diff-") and not namespace["metadata"].get("deletionTimestamp"):
                 self._delete_namespace(name)
-        for path in ("/api/v1/nodes", "/api/v1/persistentvolumes"):
+        for path in (SLICES_PATH, "/api/v1/nodes", "/api/v1/persistentvolumes"):
             owned = self.api.items(f"{path}?labelSelector={OWNER_LABEL}%3Dtrue")
             for obj in owned:
                 self.api.request("DELETE", f"{path}/{name_of(obj)}", missing_ok=True)
@@ -431,9 +444,10 @@ class Lab:
 
     @contextlib.contextmanager
     def stage(self, scenario: Scenario) -> Iterator[None]:
-        """The scenario's nodes and cluster-wide classes, for all its runs."""
+        """The scenario's nodes, their devices and cluster-wide classes, for all its runs."""
         rendered = render(scenario, "unused", "unused")
         names = [name_of(node) for node in rendered.nodes]
+        slices = [name_of(published) for published in rendered.resource_slices]
         try:
             with _runner_errors():
                 for obj in rendered.cluster_objects:
@@ -441,9 +455,14 @@ class Lab:
                 for node in rendered.nodes:
                     self.api.create(node)
                 self.cluster.wait_nodes_ready(names, timeout=SETUP_TIMEOUT)
+                for published in rendered.resource_slices:
+                    self.api.create(published)
             yield
         finally:
             with _runner_errors():
+                for name in slices:
+                    self.api.request("DELETE", f"{SLICES_PATH}/{name}", missing_ok=True)
+                self._wait_gone(SLICES_PATH, slices)
                 for name in names:
                     self.api.request("DELETE", f"/api/v1/nodes/{name}", missing_ok=True)
                 self._wait_gone("/api/v1/nodes", names)
@@ -454,7 +473,7 @@ class Lab:
         if existing is None:
             self.api.create(obj)
             return
-        fields = ("value", "preemptionPolicy", "provisioner", "volumeBindingMode")
+        fields = ("value", "preemptionPolicy", "provisioner", "volumeBindingMode", "spec")
         different = [f for f in fields if existing.get(f) != obj.get(f)]
         if different:
             raise RunnerError(
@@ -503,6 +522,7 @@ class Lab:
                 history=[{"type": e.type, "object": dict(e.object)} for e in watch.events()],
                 events=self.api.items(f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"),
                 claims=self.api.items(f"/api/v1/namespaces/{namespace}/persistentvolumeclaims"),
+                resource_claims=self.api.items(_resource_claims_path(namespace)),
             )
         finally:
             with contextlib.suppress(RunnerError):
@@ -537,6 +557,8 @@ class Lab:
                     if name_of(c) in names
                 ),
             )
+        for obj in [*rendered.claim_templates, *rendered.resource_claims]:
+            self.api.create(obj)
         for pod in rendered.running:
             self.api.create(pod)
         pods_path = f"/api/v1/namespaces/{ns}/pods"
@@ -627,6 +649,14 @@ class Lab:
         _wait(
             f"the pods of {ns} to go",
             lambda: not self.api.items(f"/api/v1/namespaces/{ns}/pods"),
+        )
+        # The next run allocates the same devices: its claims must find them free, so the
+        # claims of this one are gone (their allocation with them) before it starts. The
+        # resource-claim controller removes the finalizer of a claim that no pod uses.
+        self.api.request("DELETE", _resource_claims_path(ns), missing_ok=True)
+        _wait(
+            f"the resource claims of {ns} to go",
+            lambda: not self.api.items(_resource_claims_path(ns)),
         )
         self._delete_namespace(ns)
         names = [name_of(volume) for volume in rendered.volumes]

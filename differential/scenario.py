@@ -5,11 +5,16 @@ Every object is a plain Kubernetes manifest, so a scenario file reads like what 
 puts each scenario into a namespace of its own and names the scheduler under test
 (:func:`render`). The sections, in the order a run creates them:
 
-- ``priorityClasses``, ``storageClasses``: cluster-wide and shared by all runs; a name always
-  means the same object;
-- ``nodes``: fake nodes for kwok, identical for every run of the scenario;
+- ``priorityClasses``, ``storageClasses``, ``deviceClasses``: cluster-wide and shared by all
+  runs; a name always means the same object;
+- ``nodes``: fake nodes for kwok, identical for every run of the scenario, and
+  ``resourceSlices``: the devices a driver publishes for them (``resource.k8s.io/v1``; no
+  driver runs, see ``e2e/support/dra.py``);
 - ``persistentVolumes`` and ``claims``: static volumes, and the claims that are bound before any
   pod runs (pre-bound pairs, or claims of an ``Immediate`` class);
+- ``resourceClaimTemplates`` and ``resourceClaims``: what pods' ``spec.resourceClaims`` name;
+  the resource-claim controller of kube-controller-manager makes a claim from a template for
+  each pod, and a named claim may be shared by several pods;
 - ``running``: pods already bound (``spec.nodeName``), listed in the order they started; a run
   gives them distinct start times in that order, because upstream breaks ties between victims
   and between preemption candidates by start time;
@@ -73,9 +78,13 @@ class Scenario:
     description: str = ""
     priority_classes: list[Raw] = field(default_factory=list)
     storage_classes: list[Raw] = field(default_factory=list)
+    device_classes: list[Raw] = field(default_factory=list)
     nodes: list[Raw] = field(default_factory=list)
+    resource_slices: list[Raw] = field(default_factory=list)
     volumes: list[Raw] = field(default_factory=list)
     claims: list[Raw] = field(default_factory=list)
+    claim_templates: list[Raw] = field(default_factory=list)
+    resource_claims: list[Raw] = field(default_factory=list)
     running: list[Raw] = field(default_factory=list)
     pdbs: list[Raw] = field(default_factory=list)
     waves: list[Wave] = field(default_factory=list)
@@ -108,9 +117,13 @@ def start_time(index: int) -> str:
 _SECTIONS: tuple[tuple[str, str], ...] = (
     ("priorityClasses", "priority_classes"),
     ("storageClasses", "storage_classes"),
+    ("deviceClasses", "device_classes"),
     ("nodes", "nodes"),
+    ("resourceSlices", "resource_slices"),
     ("persistentVolumes", "volumes"),
     ("claims", "claims"),
+    ("resourceClaimTemplates", "claim_templates"),
+    ("resourceClaims", "resource_claims"),
     ("running", "running"),
     ("podDisruptionBudgets", "pdbs"),
 )
@@ -229,12 +242,33 @@ def _objects(value: Any, where: str) -> list[Raw]:
 
 # -- checks -----------------------------------------------------------------------------------
 
+RESOURCE_API = "resource.k8s.io/v1"
+NAMESPACED_KINDS = (
+    "Pod",
+    "PersistentVolumeClaim",
+    "PodDisruptionBudget",
+    "ResourceClaimTemplate",
+    "ResourceClaim",
+)
+
+
+def _with_spec(obj: Raw) -> None:
+    """The DRA objects are checked by the API server when a run creates them; here only that
+    they have a spec, so that a typo fails before any run."""
+    if not isinstance(obj.get("spec"), Mapping):
+        raise ValueError("spec: must be a mapping")
+
+
 _KIND_OF_SECTION: dict[str, tuple[str, str, Callable[[Raw], object]]] = {
     "priorityClasses": ("scheduling.k8s.io/v1", "PriorityClass", PriorityClass),
     "storageClasses": ("storage.k8s.io/v1", "StorageClass", StorageClass),
+    "deviceClasses": (RESOURCE_API, "DeviceClass", _with_spec),
     "nodes": ("v1", "Node", Node),
+    "resourceSlices": (RESOURCE_API, "ResourceSlice", _with_spec),
     "persistentVolumes": ("v1", "PersistentVolume", PersistentVolume),
     "claims": ("v1", "PersistentVolumeClaim", PersistentVolumeClaim),
+    "resourceClaimTemplates": (RESOURCE_API, "ResourceClaimTemplate", _with_spec),
+    "resourceClaims": (RESOURCE_API, "ResourceClaim", _with_spec),
     "running": ("v1", "Pod", Pod),
     "podDisruptionBudgets": ("policy/v1", "PodDisruptionBudget", PodDisruptionBudget),
     "pods": ("v1", "Pod", Pod),
@@ -281,10 +315,11 @@ def check(scenario: Scenario, source: str = "scenario") -> None:
             )
     _check_pods(scenario, source)
     _check_volumes(scenario, source)
+    _check_devices(scenario, source)
 
 
 def _with_namespace(obj: Raw, kind: str) -> Raw:
-    if kind not in ("Pod", "PersistentVolumeClaim", "PodDisruptionBudget"):
+    if kind not in NAMESPACED_KINDS:
         return obj
     placed = copy.deepcopy(obj)
     placed["metadata"]["namespace"] = "scenario"
@@ -343,6 +378,32 @@ def _check_volumes(scenario: Scenario, source: str) -> None:
             )
 
 
+def _check_devices(scenario: Scenario, source: str) -> None:
+    nodes = {name_of(node) for node in scenario.nodes}
+    for published in scenario.resource_slices:
+        node = (published.get("spec") or {}).get("nodeName")
+        if node not in nodes:
+            raise ScenarioError(
+                f"{source}: ResourceSlice {name_of(published)}: spec.nodeName: {node!r} is not "
+                "a node of the scenario"
+            )
+    templates = {name_of(t) for t in scenario.claim_templates}
+    claims = {name_of(c) for c in scenario.resource_claims}
+    for pod in [*scenario.running, *scenario.pending()]:
+        for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
+            template = entry.get("resourceClaimTemplateName")
+            claim = entry.get("resourceClaimName")
+            if template and template not in templates:
+                raise ScenarioError(
+                    f"{source}: Pod {name_of(pod)}: no ResourceClaimTemplate {template!r} in "
+                    "the scenario"
+                )
+            if claim and claim not in claims:
+                raise ScenarioError(
+                    f"{source}: Pod {name_of(pod)}: no ResourceClaim {claim!r} in the scenario"
+                )
+
+
 # -- one run ----------------------------------------------------------------------------------
 
 
@@ -354,8 +415,11 @@ class Rendered:
     scheduler_name: str
     cluster_objects: list[Raw]
     nodes: list[Raw]
+    resource_slices: list[Raw]
     volumes: list[Raw]
     claims: list[Raw]
+    claim_templates: list[Raw]
+    resource_claims: list[Raw]
     running: list[Raw]
     pdbs: list[Raw]
     waves: list[Wave]
@@ -396,10 +460,20 @@ def render(scenario: Scenario, namespace: str, scheduler_name: str) -> Rendered:
     return Rendered(
         namespace=namespace,
         scheduler_name=scheduler_name,
-        cluster_objects=[owned(o) for o in [*scenario.priority_classes, *scenario.storage_classes]],
+        cluster_objects=[
+            owned(o)
+            for o in [
+                *scenario.priority_classes,
+                *scenario.storage_classes,
+                *scenario.device_classes,
+            ]
+        ],
         nodes=[owned(node) for node in scenario.nodes],
+        resource_slices=[owned(s) for s in scenario.resource_slices],
         volumes=[volume(v) for v in scenario.volumes],
         claims=[namespaced(claim) for claim in scenario.claims],
+        claim_templates=[namespaced(t) for t in scenario.claim_templates],
+        resource_claims=[namespaced(c) for c in scenario.resource_claims],
         running=[pod(p) for p in scenario.running],
         pdbs=[namespaced(pdb) for pdb in scenario.pdbs],
         waves=[

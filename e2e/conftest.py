@@ -7,6 +7,8 @@
 - ``schedulers`` (per test): makes sure a leader runs before the test, reports crashed
   processes after it, and attaches the scheduler log to a failing test's report.
 - ``env`` (per test): a namespace and fresh fake nodes that only this test's pods can use.
+- ``devices`` (per test): a DeviceClass of the test's own and the fake driver's ResourceSlices
+  for the test's nodes (``support/dra.py``).
 - ``scheduler_name`` (per test): the ``schedulerName`` of the scheduler chosen with
   ``E2E_SCHEDULER`` (``kopf``, the default: ``schedulers`` above; ``upstream``: kube-scheduler,
   started for the session on the local control plane when it is not running).
@@ -25,6 +27,7 @@ import pytest
 from e2e.localcluster import node_ready
 from e2e.support import SCHEDULER_NAME, objects
 from e2e.support.clusters import Cluster, apply_rbac, open_cluster, service_account_kubeconfig
+from e2e.support.dra import TestDevices
 from e2e.support.env import TestEnv, make_test_id
 from e2e.support.kubectl import Kubectl
 from e2e.support.schedulers import (
@@ -154,6 +157,16 @@ def env(
         yield test_env
     finally:
         test_env.close()
+
+
+@pytest.fixture
+def devices(env: TestEnv) -> Iterator[TestDevices]:
+    """The test's DeviceClass and, once it publishes them, its nodes' ResourceSlices."""
+    test_devices = TestDevices(env)
+    try:
+        yield test_devices
+    finally:
+        test_devices.close()
 
 
 @pytest.fixture(scope="session")

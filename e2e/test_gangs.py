@@ -14,7 +14,9 @@ What a gang promises, checked from outside through what ``kubectl`` shows:
   longer to go than the Permit wait, and takes the pods a PodDisruptionBudget allows to go
   rather than those it protects; the PodGroup is Running after;
 - the Coscheduling guide's PodGroup and Deployment run unchanged but for ``schedulerName``;
-- the PodGroup's status (phase and member counts) as scheduler-plugins' controller keeps it.
+- the PodGroup's status (phase and member counts) as scheduler-plugins' controller keeps it;
+- a group whose members each need devices (a ResourceClaimTemplate per pod) binds whole or not
+  at all, and a group held back leaves no claim allocated.
 
 The scheduler is ``kopf-scheduler run`` with a profile that enables Coscheduling
 (:mod:`e2e.support.gangs`), as a second scheduler beside the suite's usual one. The tests run
@@ -32,8 +34,9 @@ import pytest
 import yaml
 
 from e2e.localcluster import node_ready
-from e2e.support import objects
+from e2e.support import dra, objects
 from e2e.support.clusters import Cluster, apply_rbac, service_account_kubeconfig
+from e2e.support.dra import TestDevices
 from e2e.support.env import TestEnv
 from e2e.support.gangs import (
     GANG_CONFIG,
@@ -537,3 +540,62 @@ def test_podgroup_status_follows_its_members(kube: Kubectl, env: TestEnv, gangs:
         what="PodGroup g back to Pending with 1 running",
         describe=lambda: _podgroup_status(kube, env, "g"),
     )
+
+
+def test_group_of_device_pods_binds_whole_once_the_devices_are_there(
+    env: TestEnv, devices: TestDevices, gangs: str
+) -> None:
+    # Three members that each need four GPUs: one node of eight holds two of them, and the
+    # group gets nothing (no pod bound, no claim left allocated) until a second node comes.
+    [first] = env.create_nodes(1)
+    devices.publish([first])
+    env.create(devices.template("four-gpus", count=4))
+    env.create(podgroup("g", env.namespace, min_member=3))
+    members = [
+        dra.with_claims(pod, templates={dra.CLAIM_ENTRY: "four-gpus"})
+        for pod in _members(env, "g", 3, cpu="100m")
+    ]
+    env.create(*members)
+    names = _names(members)
+
+    _wait_rejected(env, names)
+    _assert_none_bound_for(env, names, HOLD_SECONDS)
+    claims = _member_claims(env, names)
+    assert all(not (c.get("status") or {}).get("allocation") for c in claims.values()), claims
+
+    # The driver's slice is there before the node: the node's arrival is then the one event
+    # that makes the group schedulable again.
+    second = f"e2e-{env.id}-{len(env.node_names)}"
+    devices.publish([second])
+    assert env.create_nodes(1) == [second]
+    bound = _wait_all_bound(env, names)
+    assert set(bound.values()) == {first, second}
+    taken: list[tuple[str, str]] = []
+    for name, claim in _member_claims(env, names, allocated=True).items():
+        results = dra.allocated_devices(claim)
+        assert len(results) == 4
+        assert {pool for _, _, pool, _ in results} == {bound[name]}
+        assert dra.reserved_for(claim) == [name]
+        taken += [(pool, device) for _, _, pool, device in results]
+    assert len(set(taken)) == 12
+
+
+def _member_claims(
+    env: TestEnv, names: Sequence[str], allocated: bool = False
+) -> dict[str, dict[str, Any]]:
+    """Each member's claim, made by the resource-claim controller (allocated, if asked)."""
+
+    def found() -> dict[str, dict[str, Any]] | None:
+        pods = env.pods()
+        claims: dict[str, dict[str, Any]] = {}
+        for name in names:
+            claim_name = dra.pod_claim_name(pods.get(name) or {}, dra.CLAIM_ENTRY)
+            claim = (
+                env.kubectl.get("resourceclaim", claim_name, env.namespace) if claim_name else None
+            )
+            if claim is None or (allocated and not dra.allocated_devices(claim)):
+                return None
+            claims[name] = claim
+        return claims
+
+    return wait_until(found, timeout=30, what=f"the claims of {list(names)}")

@@ -69,6 +69,11 @@ KCM_CONTROLLERS = (
     # The ConfigMap kube-root-ca.crt in every namespace: the CA that pods on the real node
     # (realnode.py) mount with their ServiceAccount token to trust the API server.
     "root-ca-cert-publisher",
+    # Dynamic Resource Allocation (resource.k8s.io/v1, GA and served by default in v1.34): the
+    # resource-claim controller makes each pod's ResourceClaims from its ResourceClaimTemplates,
+    # records their names in the pod's status, takes finished pods out of a claim's
+    # reservedFor and deletes the claims it made once their pod is gone.
+    "resourceclaim-controller",
 )
 # Start order; `down` stops in the reverse order.
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kwok", "kube-scheduler")

@@ -103,12 +103,16 @@ def expected_message(
     pod: Mapping[str, Any],
     own: Mapping[str, str],
     own_preemption: Mapping[str, str] | None = None,
+    *,
+    postfilter: str = NO_CLAIMS_TO_DEALLOCATE,
 ) -> str:
     """The FitError when the test's own nodes fail for reasons the helpers here do not model.
 
     ``own`` maps each of the test's nodes to its filter reason and ``own_preemption`` to its
     preemption reason (default: not helpful, as for any UnschedulableAndUnresolvable reason);
     every other node gets the reason :func:`node_reason` computes, and "not helpful".
+    ``postfilter`` is DynamicResources' PostFilter part: ``no new claims to deallocate`` for a
+    pod without claims, ``still not schedulable`` for one whose claims it could not free.
     """
     reasons = []
     preemption = []
@@ -128,8 +132,7 @@ def expected_message(
         raise AssertionError(f"the test's nodes {missing} are not in the cluster")
     total = len(nodes)
     return (
-        f"{fit_message(total, reasons)} {NO_CLAIMS_TO_DEALLOCATE}, "
-        f"preemption: {fit_message(total, preemption)}"
+        f"{fit_message(total, reasons)} {postfilter}, preemption: {fit_message(total, preemption)}"
     )
 
 
