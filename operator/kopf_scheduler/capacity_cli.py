@@ -10,15 +10,14 @@ pods placed elsewhere (``sim/drain.py``). Exit codes are ``cli.py``'s.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
 
-from kopf_scheduler.cli import EXIT_RUNTIME, EXIT_USAGE
+from kopf_scheduler.cli import EXIT_USAGE
 from kopf_scheduler.config.errors import ConfigError
-from kopf_scheduler.config.kubeconfig import check_kubeconfig
 from kopf_scheduler.config.loader import check_config_file, default_config
 from kopf_scheduler.config.types import SchedulerConfig
+from kopf_scheduler.live_cluster import read_live_cluster
 from kopf_scheduler.logs import configure_logging
 from kopf_scheduler.sim import loop as sim_loop
 from kopf_scheduler.sim.capacity import CapacityError, count_copies
@@ -29,7 +28,7 @@ from kopf_scheduler.sim.capacity_report import (
     render_drain_table,
 )
 from kopf_scheduler.sim.drain import find_removable_nodes
-from kopf_scheduler.sim.scenario import Scenario, ScenarioError, load_scenario
+from kopf_scheduler.sim.scenario import ScenarioError, load_scenario
 from kopf_scheduler.sim.templates import load_template
 
 
@@ -57,18 +56,6 @@ def _usage_problem(args: argparse.Namespace) -> str:
     return ""
 
 
-async def _cluster_state(args: argparse.Namespace, config: SchedulerConfig) -> Scenario:
-    from kopf_scheduler.k8s.client import make_api
-    from kopf_scheduler.service.whatif import cluster_scenario, named_plugins
-
-    api = await make_api(str(args.kubeconfig) if args.kubeconfig else None)
-    try:
-        scenario, _ = await cluster_scenario(api, [], named_plugins(config))
-    finally:
-        await api.close()
-    return scenario
-
-
 def _capacity(args: argparse.Namespace) -> int:
     configure_logging("warning", "console")
     problem = _usage_problem(args)
@@ -82,19 +69,7 @@ def _capacity(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
     if args.from_cluster:
-        from kopf_scheduler.k8s.errors import ClientConfigError
-        from kopf_scheduler.ports import ApiError
-        from kopf_scheduler.service.startup import describe
-
-        try:
-            check_kubeconfig(str(args.kubeconfig) if args.kubeconfig else None)
-            scenario = asyncio.run(_cluster_state(args, config))
-        except (ValueError, ClientConfigError) as error:
-            print(f"error: {error}", file=sys.stderr)
-            return EXIT_USAGE
-        except ApiError as error:
-            print(f"error: {describe(error)}", file=sys.stderr)
-            return EXIT_RUNTIME
+        scenario, _ = read_live_cluster(args.kubeconfig, args.context, [config])
     else:
         try:
             scenario = load_scenario(args.scenario)
@@ -181,4 +156,7 @@ def add_capacity_command(commands: argparse._SubParsersAction[argparse.ArgumentP
         "--seed", type=int, default=0, help="seed for every random choice (default 0)"
     )
     capacity.add_argument("--kubeconfig", type=Path, help="with --from-cluster: the cluster")
+    capacity.add_argument(
+        "--context", help="with --from-cluster: the kubeconfig context (default: the current one)"
+    )
     capacity.set_defaults(handler=_capacity)

@@ -22,15 +22,14 @@ from pathlib import Path
 from kopf_scheduler import exit_codes
 from kopf_scheduler.completion import add_completion_command
 from kopf_scheduler.config.errors import ConfigError
-from kopf_scheduler.config.kubeconfig import check_kubeconfig
 from kopf_scheduler.config.loader import LoadedConfig, check_config_file, default_config
-from kopf_scheduler.config.types import SchedulerConfig
 from kopf_scheduler.config.writer import config_yaml
+from kopf_scheduler.live_cluster import read_live_cluster
 from kopf_scheduler.logs import configure_logging
 from kopf_scheduler.sim import loop as sim_loop
 from kopf_scheduler.sim.report import build_report, render_json, render_table, render_yaml
 from kopf_scheduler.sim.runner import Simulation
-from kopf_scheduler.sim.scenario import Scenario, ScenarioError, load_scenario
+from kopf_scheduler.sim.scenario import ScenarioError, load_scenario
 from kopf_scheduler.version import VERSION
 
 EXIT_RUNTIME = exit_codes.RUNTIME
@@ -85,21 +84,7 @@ def simulate_command(args: argparse.Namespace) -> int:
         if not args.add:
             print("error: --from-cluster needs at least one --add FILE", file=sys.stderr)
             return EXIT_USAGE
-        from kopf_scheduler.k8s.errors import ClientConfigError
-        from kopf_scheduler.ports import ApiError
-        from kopf_scheduler.service.startup import describe
-
-        try:
-            check_kubeconfig(
-                str(args.kubeconfig) if args.kubeconfig else None, context_name=args.context
-            )
-            scenario, added = asyncio.run(_cluster_scenario(args, config))
-        except (ScenarioError, ValueError, ClientConfigError) as error:
-            print(f"error: {error}", file=sys.stderr)
-            return EXIT_USAGE
-        except ApiError as error:
-            print(f"error: {describe(error)}", file=sys.stderr)
-            return EXIT_RUNTIME
+        scenario, added = read_live_cluster(args.kubeconfig, args.context, [config], args.add)
     else:
         if args.add:
             print("error: --add goes with --from-cluster", file=sys.stderr)
@@ -128,19 +113,6 @@ def simulate_command(args: argparse.Namespace) -> int:
     else:
         print(render_table(report), end="")
     return 0
-
-
-async def _cluster_scenario(
-    args: argparse.Namespace, config: SchedulerConfig
-) -> tuple[Scenario, list[str]]:
-    from kopf_scheduler.k8s.client import make_api
-    from kopf_scheduler.service.whatif import cluster_scenario, named_plugins
-
-    api = await make_api(str(args.kubeconfig) if args.kubeconfig else None, context=args.context)
-    try:
-        return await cluster_scenario(api, args.add, named_plugins(config))
-    finally:
-        await api.close()
 
 
 def _write_config(config_path: Path | None, target: Path) -> int:

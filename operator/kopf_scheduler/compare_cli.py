@@ -9,15 +9,14 @@ differ (a pod placed elsewhere or not at all, a pod evicted under one only), oth
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
 
-from kopf_scheduler.cli import EXIT_RUNTIME, EXIT_USAGE, bundled_demo
+from kopf_scheduler.cli import EXIT_USAGE, bundled_demo
 from kopf_scheduler.config.errors import ConfigError
-from kopf_scheduler.config.kubeconfig import check_kubeconfig
 from kopf_scheduler.config.loader import check_config_file
 from kopf_scheduler.config.types import SchedulerConfig
+from kopf_scheduler.live_cluster import read_live_cluster
 from kopf_scheduler.logs import configure_logging
 from kopf_scheduler.sim import loop as sim_loop
 from kopf_scheduler.sim.compare import (
@@ -26,7 +25,7 @@ from kopf_scheduler.sim.compare import (
     render_comparison_table,
     run_both,
 )
-from kopf_scheduler.sim.scenario import Scenario, ScenarioError, load_scenario
+from kopf_scheduler.sim.scenario import ScenarioError, load_scenario
 
 EXIT_CHANGED = 3
 
@@ -36,21 +35,6 @@ def _load(path: Path) -> SchedulerConfig:
     for warning in loaded.warnings:
         print(f"warning: {path}: {warning}", file=sys.stderr)
     return loaded.config
-
-
-async def _cluster_state(
-    args: argparse.Namespace, configs: tuple[SchedulerConfig, SchedulerConfig]
-) -> Scenario:
-    from kopf_scheduler.k8s.client import make_api
-    from kopf_scheduler.service.whatif import cluster_scenario, named_plugins
-
-    plugins = named_plugins(configs[0]) | named_plugins(configs[1])
-    api = await make_api(str(args.kubeconfig) if args.kubeconfig else None)
-    try:
-        scenario, _ = await cluster_scenario(api, args.add, plugins)
-    finally:
-        await api.close()
-    return scenario
 
 
 def _usage_problem(args: argparse.Namespace) -> str:
@@ -81,19 +65,7 @@ def compare_configs(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
     if args.from_cluster:
-        from kopf_scheduler.k8s.errors import ClientConfigError
-        from kopf_scheduler.ports import ApiError
-        from kopf_scheduler.service.startup import describe
-
-        try:
-            check_kubeconfig(str(args.kubeconfig) if args.kubeconfig else None)
-            scenario = asyncio.run(_cluster_state(args, configs))
-        except (ScenarioError, ValueError, ClientConfigError) as error:
-            print(f"error: {error}", file=sys.stderr)
-            return EXIT_USAGE
-        except ApiError as error:
-            print(f"error: {describe(error)}", file=sys.stderr)
-            return EXIT_RUNTIME
+        scenario, _ = read_live_cluster(args.kubeconfig, args.context, configs, args.add)
     else:
         try:
             scenario = load_scenario(args.scenario or [bundled_demo()])

@@ -24,11 +24,24 @@ INTERRUPTED = 130
 CLOSED_PIPE = 141
 
 
+class CommandError(Exception):
+    """A command cannot go on: ``message`` is its one line for stderr, ``code`` its exit code."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
 def run_command(command: Callable[[], int]) -> int:
-    """Run ``command`` with its output flushed inside; map Ctrl-C and a closed pipe to codes."""
+    """Run ``command`` with its output flushed inside; map Ctrl-C, a closed pipe and a
+    ``CommandError`` (its line printed as ``error: ...``) to codes."""
     try:
         code = command()
         sys.stdout.flush()
+    except CommandError as failure:
+        print(f"error: {failure.message}", file=sys.stderr)
+        return failure.code
     except KeyboardInterrupt:
         return INTERRUPTED
     except BrokenPipeError:

@@ -118,7 +118,7 @@ def test_the_live_cluster_is_only_listed(
         }
     )
 
-    async def make_api(kubeconfig: str | None) -> AuditedApi:
+    async def make_api(kubeconfig: str | None, context: str | None = None) -> AuditedApi:
         return api
 
     monkeypatch.setattr("kopf_scheduler.k8s.client.make_api", make_api)
@@ -150,7 +150,7 @@ def test_a_template_in_a_missing_namespace_is_refused(
         {"/api/v1/namespaces": [{"metadata": {"name": "default"}}], "/api/v1/nodes": [node("a")]}
     )
 
-    async def make_api(kubeconfig: str | None) -> AuditedApi:
+    async def make_api(kubeconfig: str | None, context: str | None = None) -> AuditedApi:
         return api
 
     monkeypatch.setattr("kopf_scheduler.k8s.client.make_api", make_api)
@@ -170,7 +170,7 @@ def test_a_collection_the_credentials_cannot_list_is_named(
 ) -> None:
     api = AuditedApi({"/api/v1/nodes": [node("a")]}, forbidden=frozenset({"/api/v1/pods"}))
 
-    async def make_api(kubeconfig: str | None) -> AuditedApi:
+    async def make_api(kubeconfig: str | None, context: str | None = None) -> AuditedApi:
         return api
 
     monkeypatch.setattr("kopf_scheduler.k8s.client.make_api", make_api)
@@ -183,3 +183,26 @@ def test_a_collection_the_credentials_cannot_list_is_named(
     assert code == 2
     assert len(err.splitlines()) == 1
     assert err.startswith("error: cannot list /api/v1/pods: ")
+
+
+def test_the_context_named_on_the_command_line_is_the_one_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", "https://127.0.0.1:1")
+    template = write_yaml(tmp_path / "web.yaml", [pod("web", cpu="1", scheduler=None)])
+    code = main(
+        [
+            "capacity",
+            "--from-cluster",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--context",
+            "staging",
+            "--podspec",
+            str(template),
+        ]
+    )
+    assert code == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1
+    assert "context 'staging' is not among the contexts (defined: ctx)" in lines[0]

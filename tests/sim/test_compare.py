@@ -167,7 +167,7 @@ def test_the_live_cluster_with_added_pods_is_compared_after_listing_only(
         }
     )
 
-    async def make_api(kubeconfig: str | None) -> AuditedApi:
+    async def make_api(kubeconfig: str | None, context: str | None = None) -> AuditedApi:
         return api
 
     monkeypatch.setattr("kopf_scheduler.k8s.client.make_api", make_api)
