@@ -56,7 +56,8 @@ def _usage_problem(args: argparse.Namespace) -> str:
     return ""
 
 
-def _capacity(args: argparse.Namespace) -> int:
+def capacity_command(args: argparse.Namespace) -> int:
+    """``capacity`` (and ``kubectl kopf-scheduler capacity``, which reads the live cluster)."""
     configure_logging("warning", "console")
     problem = _usage_problem(args)
     if problem:
@@ -122,6 +123,12 @@ def add_capacity_command(commands: argparse._SubParsersAction[argparse.ArgumentP
         action="store_true",
         help="start from the live cluster's state (read-only) instead of scenario files",
     )
+    add_capacity_options(capacity)
+    capacity.set_defaults(handler=capacity_command)
+
+
+def add_capacity_options(capacity: argparse.ArgumentParser) -> None:
+    """The options of ``capacity`` past its cluster's source, shared with the kubectl plugin."""
     capacity.add_argument(
         "--podspec",
         action="append",
@@ -159,4 +166,3 @@ def add_capacity_command(commands: argparse._SubParsersAction[argparse.ArgumentP
     capacity.add_argument(
         "--context", help="with --from-cluster: the kubeconfig context (default: the current one)"
     )
-    capacity.set_defaults(handler=_capacity)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from kopf_scheduler.cli import main
+from kopf_scheduler.kubectl.plugin import main as kubectl_plugin
 from tests.cli.support import (
     AuditedApi,
     assert_one_line_error,
@@ -206,3 +207,30 @@ def test_the_context_named_on_the_command_line_is_the_one_read(
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1
     assert "context 'staging' is not among the contexts (defined: ctx)" in lines[0]
+
+
+def test_kubectl_capacity_reads_the_live_cluster_of_the_chosen_context(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api = AuditedApi(
+        {
+            "/api/v1/namespaces": [{"metadata": {"name": "default"}}],
+            "/api/v1/nodes": [node("a", cpu="3")],
+            "/api/v1/pods": [pod("busy", cpu="1", node_name="a")],
+        }
+    )
+    contexts: list[str | None] = []
+
+    async def make_api(kubeconfig: str | None, context: str | None = None) -> AuditedApi:
+        contexts.append(context)
+        return api
+
+    monkeypatch.setattr("kopf_scheduler.k8s.client.make_api", make_api)
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", "https://127.0.0.1:1")
+    template = write_yaml(tmp_path / "web.yaml", [pod("web", cpu="1", scheduler=None)])
+    flags = ["--kubeconfig", str(kubeconfig), "--context", "ctx", "-o", "json"]
+    code = kubectl_plugin(["capacity", "--podspec", str(template), *flags])
+    assert code == 0
+    assert json.loads(capsys.readouterr().out)["status"]["replicas"] == 2
+    assert contexts == ["ctx"]
+    assert all(request.startswith("LIST ") for request in api.requests[:-1])

@@ -1,9 +1,11 @@
-"""The ``kubectl-kopf_scheduler`` executable: ``explain``, ``pending``, ``whatif``, ``version``.
+"""The ``kubectl-kopf_scheduler`` executable: ``explain``, ``pending``, ``whatif``, ``capacity``,
+``version``.
 
 Every command takes kubectl's flags where kubectl users put them, after the command:
 ``-n/--namespace`` (default: the namespace of the kubeconfig's context, as kubectl), ``--context``,
-``--kubeconfig`` and ``-o``. ``explain`` and ``whatif`` are ``kopf-scheduler explain`` and
-``kopf-scheduler simulate --from-cluster --add``; ``pending`` is here alone. The exit codes are
+``--kubeconfig`` and ``-o``. ``explain``, ``whatif`` and ``capacity`` are ``kopf-scheduler
+explain``, ``kopf-scheduler simulate --from-cluster --add`` and ``kopf-scheduler capacity
+--from-cluster``; ``pending`` is here alone. The exit codes are
 :mod:`kopf_scheduler.exit_codes`'s. ``kubectl_complete-kopf_scheduler`` answers kubectl's own
 completion of plugin commands (kubectl 1.26 and later) from the same parser.
 """
@@ -22,6 +24,7 @@ from pathlib import Path
 import yaml
 
 from kopf_scheduler import exit_codes
+from kopf_scheduler.capacity_cli import add_capacity_options
 from kopf_scheduler.completion import add_completion_command, candidates, command_tree
 from kopf_scheduler.config.errors import ConfigError
 from kopf_scheduler.config.kubeconfig import check_kubeconfig
@@ -61,6 +64,14 @@ def _whatif(args: argparse.Namespace) -> int:
     args.from_cluster = True
     args.scenario = []
     return simulate_command(args)
+
+
+def _capacity(args: argparse.Namespace) -> int:
+    from kopf_scheduler.capacity_cli import capacity_command
+
+    args.from_cluster = True
+    args.scenario = []
+    return capacity_command(args)
 
 
 def _version(args: argparse.Namespace) -> int:
@@ -158,6 +169,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     whatif.add_argument("-o", "--output", choices=["table", "json", "yaml"], default="table")
     whatif.set_defaults(handler=_whatif)
+
+    capacity = commands.add_parser(
+        "capacity",
+        help="how many more copies of a pod fit (--podspec), or which nodes could go (--drain)",
+    )
+    add_capacity_options(capacity)
+    capacity.set_defaults(handler=_capacity)
 
     version = commands.add_parser("version", help="the version of kopf-scheduler")
     version.add_argument("-o", "--output", choices=["text", "json", "yaml"], default="text")
