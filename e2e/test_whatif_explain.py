@@ -44,6 +44,16 @@ READER_RULES = [
         ],
         "verbs": ["list"],
     },
+    {
+        "apiGroups": ["resource.k8s.io"],
+        "resources": [
+            "deviceclasses",
+            "resourceslices",
+            "resourceclaims",
+            "resourceclaimtemplates",
+        ],
+        "verbs": ["list"],
+    },
 ]
 
 
