@@ -4,9 +4,10 @@ Every value combination of ``tests/chart/values/`` (but ``monitoring``, which is
 Prometheus Operator's objects alone) is rendered with ``helm template`` and applied with
 ``kubectl apply --dry-run=server``, which runs each object through validation and admission
 without keeping it; the Prometheus Operator's objects (a ServiceMonitor in ``hardened``) are left
-out of the dry run, since the control plane has no CRDs for them (the chart tests render them). The Deployment's pod template is also submitted as a Pod, in a
-namespace that enforces the ``restricted`` Pod Security level, because the pods themselves are
-only admitted when the ReplicaSet creates them. Last, one release is installed for real,
+out of the dry run, since the control plane has no CRDs for them (the chart tests render them).
+The Deployment's pod template is also submitted as a Pod, in a namespace that enforces the
+``restricted`` Pod Security level, because the pods themselves are only admitted when the
+ReplicaSet creates them. Last, one release is installed for real,
 upgraded with a changed scheduler configuration (the Deployment must roll out a new revision)
 and uninstalled.
 
