@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 import pytest
@@ -14,6 +13,7 @@ from bench.scenarios import SCENARIOS, scenario
 from e2e.support import dra
 
 from bench import shapes
+from tests.bench.recording import RecordingClient
 
 Raw = dict[str, Any]
 
@@ -59,30 +59,6 @@ def test_init_pods_name_their_own_claim_and_measured_pods_the_template() -> None
         {"name": "resource", "resourceClaimTemplateName": "test-claim-template"}
     ]
     assert measured[0]["spec"]["containers"][0]["resources"] == {"claims": [{"name": "resource"}]}
-
-
-class RecordingClient:
-    def __init__(self, lists: Mapping[str, list[Raw]] | None = None) -> None:
-        self.calls: list[tuple[str, str, Any, str]] = []
-        self.lists = dict(lists or {})
-
-    async def request(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        params: Mapping[str, str] | None = None,
-        retries: int = 5,
-        ok_statuses: Iterable[int] = (),
-        content_type: str = "application/json",
-    ) -> Any:
-        self.calls.append((method, path, body, content_type))
-        return body if method == "POST" else None
-
-    async def list_all(
-        self, path: str, params: Mapping[str, str] | None = None, limit: int = 2000
-    ) -> tuple[list[Raw], str]:
-        return self.lists.get(path, []), "1"
 
 
 def test_init_claims_take_the_next_free_device_of_their_node() -> None:

@@ -8,7 +8,6 @@ The end-to-end helpers run against a recording stand-in for the API client.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 import pytest
@@ -23,6 +22,7 @@ from kopf_scheduler.config.loader import parse_config
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim
 from kopf_scheduler.sim.runner import Simulation
+from tests.bench.recording import RecordingClient
 
 Raw = dict[str, Any]
 
@@ -177,35 +177,6 @@ def test_inprocess_s7_binds_every_measured_pod() -> None:
 
 
 # End to end, against a recording client -------------------------------------------------------
-
-
-class RecordingClient:
-    """Answers like an API server for the requests the helpers make, and records them."""
-
-    def __init__(self, lists: Mapping[str, list[Raw]] | None = None) -> None:
-        self.calls: list[tuple[str, str, Any, str]] = []
-        self.lists = dict(lists or {})
-        self._uids = iter(range(1000))
-
-    async def request(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        params: Mapping[str, str] | None = None,
-        retries: int = 5,
-        ok_statuses: Iterable[int] = (),
-        content_type: str = "application/json",
-    ) -> Any:
-        self.calls.append((method, path, body, content_type))
-        if method == "POST":
-            return {**body, "metadata": {**body["metadata"], "uid": f"uid-{next(self._uids)}"}}
-        return None
-
-    async def list_all(
-        self, path: str, params: Mapping[str, str] | None = None, limit: int = 2000
-    ) -> tuple[list[Raw], str]:
-        return self.lists.get(path, []), "1"
 
 
 def _client(fake: RecordingClient) -> Client:
