@@ -48,7 +48,7 @@ from typing import Any
 import yaml
 from e2e.localcluster import node_ready, procfs, spawn_logged, unverified_tls
 from e2e.localcluster.cluster import ALWAYS_ALLOW_PATHS
-from e2e.support.schedulers import free_port
+from e2e.localcluster.listen_ports import free_port
 
 from bench import promtext, shapes, stats
 from bench.cluster import KOPF_USER, UPSTREAM_USER, BenchCluster

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from e2e.localcluster.build import binaries
 from e2e.localcluster.cluster import LocalCluster
+from e2e.localcluster.listen_ports import free_port
 from e2e.support import SCHEDULER_NAME, SYSTEM_NAMESPACE
 from e2e.support.clusters import apply_rbac
 from e2e.support.container import (
@@ -36,7 +37,7 @@ from e2e.support.container import (
 )
 from e2e.support.kubectl import Kubectl
 from e2e.support.polling import wait_until
-from e2e.support.schedulers import LEADER_TIMEOUT, free_port, lease_holder
+from e2e.support.schedulers import LEADER_TIMEOUT, lease_holder
 
 from . import shapes
 from .cluster import state_dir

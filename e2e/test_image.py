@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from e2e.localcluster.listen_ports import free_port
 from e2e.support import SCHEDULER_NAME, SYSTEM_NAMESPACE
 from e2e.support.clusters import Cluster
 from e2e.support.container import (
@@ -38,7 +39,7 @@ from e2e.support.container import (
 from e2e.support.env import TestEnv
 from e2e.support.kubectl import Kubectl
 from e2e.support.polling import wait_until
-from e2e.support.schedulers import LEADER_TIMEOUT, Schedulers, free_port, lease_holder
+from e2e.support.schedulers import LEADER_TIMEOUT, Schedulers, lease_holder
 
 pytestmark = pytest.mark.image
 

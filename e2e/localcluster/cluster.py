@@ -35,6 +35,7 @@ from typing import Any, TextIO
 from . import build, procfs
 from . import versions as v
 from .kubeconfig import write_token_kubeconfig
+from .listen_ports import free_ports
 
 STATE_FILE = "state.json"
 STAGES_FILE = Path(__file__).with_name("stages.yaml")
@@ -191,20 +192,6 @@ def _terminate(proc: Process, timeout: float, popen: subprocess.Popen[bytes] | N
         if popen is not None:
             popen.poll()
         time.sleep(0.05)
-
-
-def _free_ports(count: int) -> list[int]:
-    """Ask the kernel for ``count`` distinct free loopback ports."""
-    sockets = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind(("127.0.0.1", 0))
-            sockets.append(sock)
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
 
 
 def _has_default_route() -> bool:
@@ -380,7 +367,7 @@ class LocalCluster:
                 "etcd": v.ETCD_VERSION,
                 "kwok": v.KWOK_VERSION,
             },
-            "ports": dict(zip(names, _free_ports(len(names)), strict=True)),
+            "ports": dict(zip(names, free_ports(len(names)), strict=True)),
             "tokens": tokens,
             "processes": {},
             "apiserver_args": list(apiserver_args),

@@ -61,6 +61,7 @@ from .cluster import (
     node_ready,
     spawn_logged,
 )
+from .listen_ports import free_port
 
 NODE_NAME = "real-node"
 NODE_LABELS = {"type": "real"}
@@ -193,12 +194,6 @@ def _run(args: Sequence[str], *, input: bytes | None = None, timeout: float = 12
             f"{' '.join(args)} failed ({proc.returncode}): {proc.stderr.decode(errors='replace')}"
         )
     return proc.stdout.decode(errors="replace")
-
-
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 def _mounts_under(root: Path) -> list[str]:
@@ -374,7 +369,7 @@ class RealNode:
         service = self.cluster.api("GET", "/api/v1/namespaces/default/services/kubernetes")
         cluster_ip = service["spec"]["clusterIP"]
         service_port = service["spec"]["ports"][0]["port"]
-        port = _free_port(GATEWAY)
+        port = free_port(GATEWAY)
         self._state["ports"] = {"api-proxy": port}
         self._launch(
             "api-proxy",
@@ -576,7 +571,7 @@ disabled_plugins = ["io.containerd.internal.v1.opt"]
 
     def _start_kubelet(self, kubelet: Path) -> None:
         self._state["ports"].update(
-            kubelet=_free_port(GATEWAY), **{"kubelet-healthz": _free_port("127.0.0.1")}
+            kubelet=free_port(GATEWAY), **{"kubelet-healthz": free_port("127.0.0.1")}
         )
         self._save()
         config = self.dir / "kubelet" / "config.yaml"

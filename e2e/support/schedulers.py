@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from e2e.localcluster import spawn_logged, unverified_tls
+from e2e.localcluster.listen_ports import free_port
 
 from . import LEASE_NAME, SCHEDULER_NAME, SYSTEM_NAMESPACE
 from .kubectl import Kubectl
@@ -124,12 +124,6 @@ def lease_holder(kubectl: Kubectl) -> str | None:
         return None
     holder = (lease.get("spec") or {}).get("holderIdentity")
     return str(holder) if holder else None
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _tail(text: str, lines: int) -> str:
