@@ -9,6 +9,7 @@ import pytest
 
 from kopf_scheduler.dra.allocator import AllocationError, Allocator, DeviceID, allocated_devices
 from kopf_scheduler.dra.cel import SelectorCache
+from kopf_scheduler.dra.inventory import Inventory
 from tests.dra.builders import (
     CLAIM_0,
     CLASS_A,
@@ -48,11 +49,12 @@ Obj = dict[str, Any]
 def _allocate(
     slices: list[Obj], claims: list[Obj], allocated: frozenset[DeviceID] = frozenset()
 ) -> Any:
+    selectors = SelectorCache()
     allocator = Allocator(
         classes={CLASS_A: device_class(CLASS_A, DRIVER_A)},
-        slices=slices,
         allocated=allocated,
-        selectors=SelectorCache(),
+        selectors=selectors,
+        inventory=Inventory(slices, selectors),
     )
     return allocator.allocate(node(NODE_1, REGION_1), claims)
 
@@ -172,9 +174,9 @@ def test_a_changed_slice_is_read_again_though_selectors_are_shared() -> None:
     def allocate(raw_slice: Obj) -> Any:
         allocator = Allocator(
             classes={CLASS_A: device_class(CLASS_A, DRIVER_A)},
-            slices=[raw_slice],
             allocated=frozenset(),
             selectors=selectors,
+            inventory=Inventory([raw_slice], selectors),
         )
         return allocator.allocate(node(NODE_1, REGION_1), claims)
 
@@ -243,10 +245,11 @@ def test_an_all_subrequest_counts_devices_with_the_previous_subrequests_answers(
             CLAIM_0, None, first_available(REQ_0, sub_a, all_sub_request(SUB_REQ_1, CLASS_B))
         )
     ]
+    selectors = SelectorCache()
     allocator = Allocator(
         classes=classes,
-        slices=_two_models(),
         allocated=frozenset({DeviceID(DRIVER_A, POOL_1, "device-0")}),
-        selectors=SelectorCache(),
+        selectors=selectors,
+        inventory=Inventory(_two_models(), selectors),
     )
     assert allocator.allocate(node(NODE_1, REGION_1), claims) is None

@@ -24,6 +24,7 @@ import pytest
 
 from kopf_scheduler.dra.allocator import AllocationError, Allocator, DeviceID
 from kopf_scheduler.dra.cel import SelectorCache
+from kopf_scheduler.dra.inventory import Inventory
 from tests.dra.builders import *  # noqa: F403  (the table speaks the builders' vocabulary)
 
 Obj = dict[str, Any]
@@ -1635,11 +1636,12 @@ SKIPPED: dict[str, str] = {
 
 def _run(case: Case) -> tuple[Allocator, list[Obj] | None]:
     classes = {raw["metadata"]["name"]: raw for raw in case.classes}
+    selectors = SelectorCache(maxsize=1)
     allocator = Allocator(
         classes=classes,
-        slices=case.slices,
         allocated=frozenset(case.allocated),
-        selectors=SelectorCache(maxsize=1),
+        selectors=selectors,
+        inventory=Inventory(case.slices, selectors),
     )
     before = copy.deepcopy((case.claims, case.classes, case.slices))
     try:
@@ -1701,11 +1703,12 @@ def _interrupt_case() -> Case:
 
 def test_interrupt_off() -> None:
     case = _interrupt_case()
+    selectors = SelectorCache()
     allocator = Allocator(
         classes={CLASS_A: case.classes[0]},
-        slices=case.slices,
         allocated=frozenset(),
-        selectors=SelectorCache(),
+        selectors=selectors,
+        inventory=Inventory(case.slices, selectors),
         deadline=lambda: False,
     )
     assert allocator.allocate(case.node or {}, case.claims) is None
@@ -1713,11 +1716,12 @@ def test_interrupt_off() -> None:
 
 def test_interrupt_deadline() -> None:
     case = _interrupt_case()
+    selectors = SelectorCache()
     allocator = Allocator(
         classes={CLASS_A: case.classes[0]},
-        slices=case.slices,
         allocated=frozenset(),
-        selectors=SelectorCache(),
+        selectors=selectors,
+        inventory=Inventory(case.slices, selectors),
         deadline=lambda: True,
     )
     with pytest.raises(

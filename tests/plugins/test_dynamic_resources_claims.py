@@ -355,6 +355,31 @@ def test_unreserve_forgets_the_in_flight_allocation() -> None:
     assert world.pre_filter(pod)[1].is_success()
 
 
+def test_a_reserved_allocation_is_the_claims_own_copy() -> None:
+    """Pods asking the same get the allocator's kept answer; what Reserve hands on to PreBind
+    may be changed there without changing what the next pod is told."""
+    world = World(device_class(), resource_slice("n1", "gpu-0", "gpu-1"), claim("c1"), claim("c2"))
+    first = pod_with({"name": "gpu", "resourceClaimName": "c1"})
+    state, _ = world.pre_filter(first)
+    assert _filter(world, state, first, "n1").is_success()
+    assert world.plugin.reserve(state, first, "n1").is_success()
+    in_flight = world.dra.pending_allocation(world.stored_claim("c1")["metadata"]["uid"])
+    assert in_flight is not None
+    in_flight["status"]["allocation"]["devices"]["results"][0]["device"] = "changed"
+    world.plugin.unreserve(state, first, "n1")
+
+    raw = make_pod("q").uid("pod-uid-2").obj()
+    raw["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "c2"}]
+    second = Pod(raw)
+    state, _ = world.pre_filter(second)
+    assert _filter(world, state, second, "n1").is_success()
+    assert world.plugin.reserve(state, second, "n1").is_success()
+    allocated = world.dra.pending_allocation(world.stored_claim("c2")["metadata"]["uid"])
+    assert allocated is not None
+    results = allocated["status"]["allocation"]["devices"]["results"]
+    assert [r["device"] for r in results] == ["gpu-0"]
+
+
 async def test_unreserve_takes_the_pod_out_of_reserved_for() -> None:
     mine = allocated_on(claim(), "n1", "gpu-0", "first-pod", POD_UID)
     world = World(device_class(), mine)

@@ -30,13 +30,16 @@ the claim, and a node selector (the node's name when a device is local to it).
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence, Set
+from collections.abc import Callable, Hashable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from kopf_scheduler.dra.allocation_memo import AllocationMemo
 from kopf_scheduler.dra.cel import DeviceInput, SelectorCache, SelectorError, device_input
 from kopf_scheduler.dra.errors import AllocationError
+from kopf_scheduler.dra.inventory import Inventory, same_objects
 from kopf_scheduler.dra.objects import (
     ALL,
     EXACT_COUNT,
@@ -46,8 +49,9 @@ from kopf_scheduler.dra.objects import (
     Request,
     ResourceClaim,
     ResourceSlice,
+    object_version,
 )
-from kopf_scheduler.dra.pools import Candidate, Pool, SliceIndex, gather_pools
+from kopf_scheduler.dra.pools import Candidate, Pool
 from kopf_scheduler.model.errors import InvalidObjectError
 
 __all__ = ["AllocationError", "Allocator", "DeviceID", "allocated_devices"]
@@ -85,34 +89,30 @@ class Allocator:
     functions of an expression and a device, so they are kept across nodes, and across attempts
     in the :class:`SelectorCache` for slices that carry a uid and resourceVersion. ``deadline``
     is asked at every step of the search; when it says the time is up, the search ends with
-    upstream's "filter operation aborted: context deadline exceeded".
+    upstream's "filter operation aborted: context deadline exceeded". With a ``memo``, a node's
+    answer is looked up there before searching and kept there after (see
+    :mod:`kopf_scheduler.dra.allocation_memo`).
     """
 
     def __init__(
         self,
         *,
         classes: Mapping[str, Mapping[str, Any]],
-        slices: Sequence[Mapping[str, Any]],
+        inventory: Inventory,
         allocated: Set[DeviceID],
         selectors: SelectorCache,
         deadline: Callable[[], bool] | None = None,
+        memo: AllocationMemo | None = None,
     ) -> None:
         self._raw_classes = classes
+        self._inventory = inventory
+        self._memo = memo
+        self._classes_key: Hashable | None = None
+        self._claims_key_of: tuple[Sequence[Mapping[str, Any]], Hashable] | None = None
         self._classes: dict[str, DeviceClass] = {}
         self._allocated = allocated
         self._selectors = selectors
         self._deadline = deadline
-        self._slice_error: str | None = None
-        parsed: list[ResourceSlice] = []
-        for raw in slices:
-            try:
-                parsed.append(selectors.resource_slice(raw))
-            except InvalidObjectError as error:
-                name = (raw.get("metadata") or {}).get("name", "")
-                self._slice_error = f"convert ResourceSlice {name}: {error}"
-                break
-        self._index = SliceIndex(parsed)
-        self._pools: dict[tuple[str, tuple[tuple[str, str], ...]], list[Pool]] = {}
         self._claims: dict[int, tuple[Mapping[str, Any], ResourceClaim]] = {}
         self._inputs: dict[tuple[int, int], DeviceInput] = {}
         self._selected: dict[tuple[str, int, int], bool] = {}
@@ -128,24 +128,43 @@ class Allocator:
         Raises :class:`AllocationError` with upstream's message for what upstream reports as an
         error rather than as a node that does not fit.
         """
-        if self._slice_error is not None:
-            raise AllocationError(f"gather pool information: {self._slice_error}")
+        if self._inventory.slice_error is not None:
+            raise AllocationError(f"gather pool information: {self._inventory.slice_error}")
         metadata = node.get("metadata") or {}
         node_name = str(metadata.get("name") or "")
-        pools = self._node_pools(node_name, metadata.get("labels") or {})
-        return _Search(self, node_name, pools, [self._claim(raw) for raw in claims]).run()
+        view = self._inventory.node_view(node_name, metadata.get("labels") or {})
+        key = None
+        if self._memo is not None and view.versions is not None:
+            taken = tuple(map(self._allocated.__contains__, view.device_ids))
+            key = (self._claims_key(claims), node_name, view.versions, taken)
+            kept = self._memo.get(key)
+            if kept is not None:
+                answer = kept[0]
+                return None if answer is None else list(answer)
+        parsed = [self._claim(raw) for raw in claims]
+        found = _Search(self, node_name, view.pools, parsed).run()
+        if key is not None and self._memo is not None:
+            self._memo.put(key, None if found is None else tuple(found))
+        return found
 
-    def _node_pools(self, node_name: str, labels: Mapping[str, str]) -> list[Pool]:
-        """The node's pools; the same for every claim, so computed once per node and labels.
+    def _claims_key(self, claims: Sequence[Mapping[str, Any]]) -> Hashable:
+        """What the claims ask for: their specs, and the DeviceClasses there are.
 
-        The search never changes a pool, so the list is shared between calls.
+        Filter passes the same claims for every node of an attempt, so the key is made once.
         """
-        key = (node_name, tuple(sorted(labels.items())) if self._index.selects_by_label else ())
-        pools = self._pools.get(key)
-        if pools is None:
-            pools = self._selectors.pools(self._index.available(node_name, labels), gather_pools)
-            self._pools[key] = pools
-        return pools
+        kept = self._claims_key_of
+        if kept is not None and same_objects(kept[0], claims):
+            return kept[1]
+        if self._classes_key is None:
+            self._classes_key = tuple(
+                sorted(
+                    (name, object_version(raw) or _canonical(raw))
+                    for name, raw in self._raw_classes.items()
+                )
+            )
+        key = (self._classes_key, _canonical([raw.get("spec") for raw in claims]))
+        self._claims_key_of = (tuple(claims), key)
+        return key
 
     def _claim(self, raw: Mapping[str, Any]) -> ResourceClaim:
         """The parsed claim; the same objects come for every node, so each is parsed once."""
@@ -831,3 +850,7 @@ def _add_requirements(
             for existing in requirements
         ):
             requirements.append(requirement)
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)

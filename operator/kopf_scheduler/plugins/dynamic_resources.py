@@ -11,7 +11,10 @@ unallocated claim can be allocated, and writes the allocation when the pod binds
   classes of the unallocated ones exist, and builds the allocator over the devices not yet taken
   (claims seen now plus the allocations in flight). A pod without claims is skipped.
 - Filter asks the allocator about the node (given up after ``filterTimeout``) and keeps its
-  answer; a node outside an allocated claim's node selector is rejected.
+  answer; a node outside an allocated claim's node selector is rejected. Across attempts the
+  allocator reuses the parsed slices while none changes and a node's answer while nothing it
+  depends on changes (:mod:`kopf_scheduler.dra.inventory`,
+  :mod:`kopf_scheduler.dra.allocation_memo`).
 - PostFilter, when a claim allocated for this pod alone is what kept every node out, clears that
   allocation so the next attempt can choose other devices.
 - Reserve records the chosen node's allocations as in flight, Unreserve drops them (and takes
@@ -39,8 +42,10 @@ import structlog
 
 from kopf_scheduler.cache.node_info import NodeInfo
 from kopf_scheduler.cache.storage import AssumeConflictError
+from kopf_scheduler.dra.allocation_memo import AllocationMemo
 from kopf_scheduler.dra.allocator import AllocationError, Allocator
 from kopf_scheduler.dra.cel import SelectorCache
+from kopf_scheduler.dra.inventory import InventoryCache
 from kopf_scheduler.framework.args import InvalidArgsError, ensure_mapping, reject_unknown
 from kopf_scheduler.framework.cycle_state import CycleState, StateKey
 from kopf_scheduler.framework.events import (
@@ -167,6 +172,8 @@ class DynamicResources:
         self.handle = handle
         self.dra = handle.dra
         self.selectors = SelectorCache(SELECTOR_CACHE_SIZE)
+        self.inventories = InventoryCache(self.selectors)
+        self.memo = AllocationMemo()
 
     # The pod's claims ----------------------------------------------------------------------------
 
@@ -242,10 +249,11 @@ class DynamicResources:
             try:
                 data.allocator = Allocator(
                     classes=self.dra.classes,
-                    slices=list(self.dra.slices.values()),
+                    inventory=self.inventories.get(list(self.dra.slices.values())),
                     allocated=self.dra.allocated_devices(),
                     selectors=self.selectors,
                     deadline=self._deadline_check(data),
+                    memo=self.memo,
                 )
             except AllocationError as error:
                 return None, _error(str(error))
@@ -395,7 +403,8 @@ class DynamicResources:
                 f"internal error, have {len(allocations)} allocations, "
                 f"{len(to_allocate)} claims to allocate, want {len(to_allocate)} claims"
             )
-        for (index, claim), allocation in zip(to_allocate, allocations, strict=True):
+        for (index, claim), shared in zip(to_allocate, allocations, strict=True):
+            allocation = copy.deepcopy(shared)  # the allocator's memo keeps the original
             data.claims[index].allocation = allocation
             allocated = _with_allocation(claim.raw, allocation)
             self.dra.signal_pending_allocation(claim.uid, allocated)
