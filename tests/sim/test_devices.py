@@ -289,3 +289,29 @@ async def test_preemption_does_not_free_devices(tmp_path: Path) -> None:
         "0/1 nodes are available: 1 cannot allocate all claims. still not schedulable, "
         "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     )
+
+
+def test_the_explanation_says_which_request_failed_on_a_node(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["simulate", str(EXAMPLE), "--explain", "-o", "json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+
+    def detail(pod: str, node: str) -> str:
+        attempt = next(a for a in rep["attempts"] if a["pod"] == f"default/{pod}")
+        verdict = next(n for n in attempt["nodes"] if n["node"] == node)
+        assert verdict["reasons"] == ["cannot allocate all claims"]
+        return str(verdict["detail"])
+
+    assert re.fullmatch(
+        r"claim default/trainer-gpus-[a-z0-9]{5}: no choice of free devices meets its constraints",
+        detail("trainer", "node-b"),
+    )
+    assert re.fullmatch(
+        r"claim default/notebook-gpu-[a-z0-9]{5}, request gpu: "
+        r"no device matches class gpu\.example\.com and its selectors",
+        detail("notebook", "node-a"),
+    )
+    assert detail("viewer-1", "node-a") == (
+        "claim default/shared-gpu, request gpu: needs 1, 2 match, 0 of them free"
+    )

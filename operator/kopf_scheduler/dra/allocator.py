@@ -166,6 +166,20 @@ class Allocator:
         self._claims_key_of = (tuple(claims), key)
         return key
 
+    def why_not(self, node: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]) -> str:
+        """Why the claims cannot be allocated on the node, for people: the first request no
+        device of the node can serve (none matches its class and selectors, or too few of those
+        are free), or else that the requests only fail together (a constraint, or devices
+        several requests want). For a node where :meth:`allocate` answered ``None``."""
+        metadata = node.get("metadata") or {}
+        node_name = str(metadata.get("name") or "")
+        view = self._inventory.node_view(node_name, metadata.get("labels") or {})
+        search = _Search(self, node_name, view.pools, [self._claim(raw) for raw in claims])
+        try:
+            return search.why_not()
+        except AllocationError as error:
+            return error.message
+
     def _claim(self, raw: Mapping[str, Any]) -> ResourceClaim:
         """The parsed claim; the same objects come for every node, so each is parsed once."""
         known = self._claims.get(id(raw))
@@ -436,6 +450,61 @@ class _Search:
         if not self._one(_Key(0, 0, 0), 0, sub_chosen=False):
             return None
         return [self._allocation(index, claim) for index, claim in enumerate(self.claims)]
+
+    def why_not(self) -> str:
+        """See :meth:`Allocator.why_not`."""
+        if not self.pools:
+            return "the node has no devices"
+        for claim_index, claim in enumerate(self.claims):
+            self._prepare_claim(claim_index, claim)
+        for claim_index, claim in enumerate(self.claims):
+            for request_index, request in enumerate(claim.requests):
+                subs = len(request.first_available) or 1
+                shortfalls = [
+                    self._shortfall(_Key(claim_index, request_index, sub)) for sub in range(subs)
+                ]
+                if all(shortfalls):
+                    where = f"claim {claim.display_name}, request {request.name}"
+                    if len(shortfalls) == 1:
+                        return f"{where}: {shortfalls[0]}"
+                    alternatives = "; ".join(
+                        f"{sub.name}: {text}"
+                        for sub, text in zip(request.first_available, shortfalls, strict=True)
+                    )
+                    return f"{where}: no subrequest can be served ({alternatives})"
+            if claim.constraints:
+                before = " beside the claims before it" if claim_index else ""
+                return (
+                    f"claim {claim.display_name}: no choice of free devices meets its "
+                    f"constraints{before}"
+                )
+        return "the requests together need more free devices than the node has"
+
+    def _shortfall(self, key: _Key) -> str | None:
+        """What keeps one request from being served on its own; ``None`` if nothing does."""
+        data = self.requests[key]
+        matching = [
+            candidate
+            for pool in self.pools
+            if pool.invalid_reason is None
+            for candidate in pool.candidates
+            if self._selectable(key, data, candidate)
+        ]
+        if not matching:
+            selectors = " and its selectors" if data.request.selectors else ""
+            return f"no device matches class {data.request.class_name}{selectors}"
+        if data.request.mode == ALL:
+            return None
+        admin = bool(data.request.admin_access)
+        free = sum(
+            1
+            for candidate in matching
+            if (admin or not self.owner.in_use(candidate.id))
+            and not candidate.device.consumes_counters
+        )
+        if free >= data.count:
+            return None
+        return f"needs {data.count}, {len(matching)} match, {free} of them free"
 
     def _prepare_claim(self, claim_index: int, claim: ResourceClaim) -> None:
         minimum = 0

@@ -1,7 +1,13 @@
-"""Plugin results: a code, the reasons a user reads, and the plugin that produced them."""
+"""Plugin results: a code, the reasons a user reads, and the plugin that produced them.
+
+A rejection may also carry a ``detail`` for decision records (``explain``, the simulator's
+report): what the reasons, which are upstream's texts and go into events and conditions, leave
+out. It may be given as a function, so that working it out costs only when a record is read.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import IntEnum
 
 
@@ -35,7 +41,7 @@ _REJECTIONS = frozenset({Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 class Status:
     """An immutable plugin result. Use :data:`SUCCESS` for plain success."""
 
-    __slots__ = ("code", "error", "plugin", "reasons")
+    __slots__ = ("_detail", "code", "error", "plugin", "reasons")
 
     def __init__(
         self,
@@ -43,11 +49,20 @@ class Status:
         *reasons: str,
         plugin: str = "",
         error: BaseException | None = None,
+        detail: str | Callable[[], str] | None = None,
     ) -> None:
         self.code = code
         self.reasons: tuple[str, ...] = reasons
         self.plugin = plugin
         self.error = error
+        self._detail = detail
+
+    def detail(self) -> str:
+        """The explanation beyond the reasons, worked out on the first call; ``""`` if none."""
+        detail = self._detail
+        if callable(detail):
+            detail = self._detail = detail()
+        return detail or ""
 
     @classmethod
     def from_error(cls, error: BaseException, plugin: str = "") -> Status:
@@ -80,10 +95,14 @@ class Status:
     def with_plugin(self, plugin: str) -> Status:
         if self.plugin == plugin:
             return self
-        return Status(self.code, *self.reasons, plugin=plugin, error=self.error)
+        return Status(
+            self.code, *self.reasons, plugin=plugin, error=self.error, detail=self._detail
+        )
 
     def with_code(self, code: Code) -> Status:
-        return Status(code, *self.reasons, plugin=self.plugin, error=self.error)
+        return Status(
+            code, *self.reasons, plugin=self.plugin, error=self.error, detail=self._detail
+        )
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Status):

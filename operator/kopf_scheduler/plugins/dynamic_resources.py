@@ -339,7 +339,12 @@ class DynamicResources:
             if found is None and timed_out:
                 return _unresolvable(TIMED_OUT)
             if found is None or len(found) != len(claims):
-                return _unresolvable(CANNOT_ALLOCATE)
+                allocator = data.allocator
+                return Status(
+                    Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                    CANNOT_ALLOCATE,
+                    detail=lambda: allocator.why_not(node.raw, claims),
+                )
             allocations = found
         if unavailable:
             data.unavailable.update(unavailable)

@@ -30,6 +30,8 @@ class NodeVerdict:
     reasons: tuple[str, ...] = ()
     scores: dict[str, int] = field(default_factory=dict)
     total: int = 0
+    detail: str = ""
+    """A rejecting plugin's explanation beyond its reasons (see :meth:`Status.detail`)."""
 
     def as_dict(self) -> dict[str, Any]:
         if self.feasible:
@@ -39,13 +41,16 @@ class NodeVerdict:
                 "scores": dict(self.scores),
                 "total": self.total,
             }
-        return {
+        rejected: dict[str, Any] = {
             "node": self.node,
             "feasible": False,
             "plugin": self.plugin,
             "code": self.code,
             "reasons": list(self.reasons),
         }
+        if self.detail:
+            rejected["detail"] = self.detail
+        return rejected
 
 
 class Deferred(Generic[T]):
@@ -192,7 +197,14 @@ class NodeVerdicts(Sequence[NodeVerdict]):
     def _build(self, index: int) -> NodeVerdict:
         if index < len(self._rejected):
             node, status = self._rejected[index]
-            return NodeVerdict(node, False, status.plugin, status.code.label, status.reasons)
+            return NodeVerdict(
+                node,
+                False,
+                status.plugin,
+                status.code.label,
+                status.reasons,
+                detail=status.detail(),
+            )
         node = self._feasible[index - len(self._rejected)]
         if self._scores_by_name is None:
             self._scores_by_name = {s.name: s for s in self._scores}

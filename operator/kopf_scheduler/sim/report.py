@@ -296,6 +296,7 @@ def render_explanations(attempts: list[dict[str, Any]]) -> list[str]:
                 lines.append(
                     f"  {node['node']}: rejected by {node['plugin'] or '-'} ({node['code']}): "
                     + "; ".join(node["reasons"])
+                    + (f" ({node['detail']})" if node.get("detail") else "")
                 )
         for plugin, state in (attempt.get("plugins") or {}).items():
             # Sorted, as the annotation stores them, so both read the same.
