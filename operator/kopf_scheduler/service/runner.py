@@ -63,6 +63,7 @@ from kopf_scheduler.kopf_watches.watching import apply_settings, register
 from kopf_scheduler.logs import configure_logging
 from kopf_scheduler.ports import ApiError
 from kopf_scheduler.scheduler.loop import Scheduler
+from kopf_scheduler.service import kopf_shutdown
 from kopf_scheduler.service.annotations import StatusAnnotationWriter
 from kopf_scheduler.service.explanations import ExplanationRecorder
 from kopf_scheduler.service.health import (
@@ -524,6 +525,7 @@ class Operator:
 
 async def run(options: RunOptions) -> int:
     configure_logging(options.log_level, options.log_format)
+    kopf_shutdown.install(asyncio.get_running_loop())
     if options.tune_gc:
         tune_for_large_heap()
     try:
