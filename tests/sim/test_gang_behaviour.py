@@ -282,3 +282,71 @@ def test_a_zero_schedule_timeout_is_read_and_the_group_binds(tmp_path: Path) -> 
     )
     result = simulate(gang_config(), path)
     assert statuses(result) == {"w-0": "Bound", "w-1": "Bound"}
+
+
+def _device_scenario(tmp_path: Path, gpus: int) -> Path:
+    """n1 is full with a low-priority pod and has ``gpus`` GPUs; each of the two members needs
+    1 CPU and a GPU of its own (a claim made from a template)."""
+    driver = "gpu.example.com"
+    objects: list[Raw] = [
+        node("n1"),
+        pod("low", cpu="4", node_name="n1", priority=LOW),
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "gpu"},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]},
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": "n1-gpus"},
+            "spec": {
+                "driver": driver,
+                "nodeName": "n1",
+                "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": f"gpu-{index}"} for index in range(gpus)],
+            },
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "one-gpu", "namespace": "default"},
+            "spec": {
+                "spec": {
+                    "devices": {
+                        "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]
+                    }
+                }
+            },
+        },
+        pod_group("g", 2),
+    ]
+    for index in range(2):
+        raw = high_member(f"g-{index}", "g", cpu="1")
+        raw["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+        objects.append(raw)
+    return write_yaml(tmp_path / "s.yaml", objects)
+
+
+def test_gang_preemption_gives_no_device_to_two_members(tmp_path: Path) -> None:
+    # Evicting "low" makes CPU room for both members, but there is one GPU for two members:
+    # no plan completes the group, so nothing is evicted.
+    result = simulate(gang_config(), _device_scenario(tmp_path, gpus=1), explain=True)
+    report = build_report(result)
+    assert report["summary"]["preempted"] == 0
+    assert statuses(result)["low"] == "Bound"
+    reasons = [
+        a.preemption["reason"]
+        for a in result.attempts
+        if a.pod.startswith("default/g-") and a.preemption
+    ]
+    assert "gang preemption: no room can be made for 2 members of PodGroup default/g" in reasons
+
+
+def test_gang_preemption_gives_each_member_a_device_of_its_own(tmp_path: Path) -> None:
+    result = simulate(gang_config(), _device_scenario(tmp_path, gpus=2))
+    assert statuses(result) == {"low": "Preempted", "g-0": "Bound", "g-1": "Bound"}
+    claims = result.cluster.storage["ResourceClaim"].values()
+    devices = [r["device"] for c in claims for r in c["status"]["allocation"]["devices"]["results"]]
+    assert sorted(devices) == ["gpu-0", "gpu-1"]

@@ -121,28 +121,34 @@ class Allocator:
         ``NumAllocateOneInvocations``): the measure of how much work a placement took."""
 
     def allocate(
-        self, node: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]
+        self,
+        node: Mapping[str, Any],
+        claims: Sequence[Mapping[str, Any]],
+        also_taken: Set[DeviceID] = frozenset(),
     ) -> list[dict[str, Any]] | None:
         """One ``status.allocation`` per claim, in order; ``None`` when they do not fit here.
 
-        Raises :class:`AllocationError` with upstream's message for what upstream reports as an
-        error rather than as a node that does not fit.
+        ``also_taken`` are devices to count as in use beyond those the allocator was built with
+        (what a gang preemption plan gives to the members placed before). Raises
+        :class:`AllocationError` with upstream's message for what upstream reports as an error
+        rather than as a node that does not fit.
         """
         if self._inventory.slice_error is not None:
             raise AllocationError(f"gather pool information: {self._inventory.slice_error}")
         metadata = node.get("metadata") or {}
         node_name = str(metadata.get("name") or "")
         view = self._inventory.node_view(node_name, metadata.get("labels") or {})
+        in_use = self._allocated if not also_taken else self._allocated | also_taken
         key = None
         if self._memo is not None and view.versions is not None:
-            taken = tuple(map(self._allocated.__contains__, view.device_ids))
+            taken = tuple(map(in_use.__contains__, view.device_ids))
             key = (self._claims_key(claims), node_name, view.versions, taken)
             kept = self._memo.get(key)
             if kept is not None:
                 answer = kept[0]
                 return None if answer is None else list(answer)
         parsed = [self._claim(raw) for raw in claims]
-        found = _Search(self, node_name, view.pools, parsed).run()
+        found = _Search(self, node_name, view.pools, parsed, in_use).run()
         if key is not None and self._memo is not None:
             self._memo.put(key, None if found is None else tuple(found))
         return found
@@ -174,7 +180,8 @@ class Allocator:
         metadata = node.get("metadata") or {}
         node_name = str(metadata.get("name") or "")
         view = self._inventory.node_view(node_name, metadata.get("labels") or {})
-        search = _Search(self, node_name, view.pools, [self._claim(raw) for raw in claims])
+        parsed = [self._claim(raw) for raw in claims]
+        search = _Search(self, node_name, view.pools, parsed, self._allocated)
         try:
             return search.why_not()
         except AllocationError as error:
@@ -203,9 +210,6 @@ class Allocator:
                 raise AllocationError(f"class {name}: {error}") from None
             self._classes[name] = known
         return known
-
-    def in_use(self, device: DeviceID) -> bool:
-        return device in self._allocated
 
     def timed_out(self) -> bool:
         return self._deadline is not None and self._deadline()
@@ -428,10 +432,17 @@ class _Search:
     """One :meth:`Allocator.allocate` call: the state of the backtracking search."""
 
     def __init__(
-        self, owner: Allocator, node_name: str, pools: list[Pool], claims: list[ResourceClaim]
+        self,
+        owner: Allocator,
+        node_name: str,
+        pools: list[Pool],
+        claims: list[ResourceClaim],
+        taken: Set[DeviceID],
     ) -> None:
         self.owner = owner
         self.node_name = node_name
+        self.taken = taken
+        """The devices in use before this search."""
         self.pools = pools
         self.claims = claims
         self.requests: dict[_Key, _RequestData] = {}
@@ -499,8 +510,7 @@ class _Search:
         free = sum(
             1
             for candidate in matching
-            if (admin or not self.owner.in_use(candidate.id))
-            and not candidate.device.consumes_counters
+            if (admin or candidate.id not in self.taken) and not candidate.device.consumes_counters
         )
         if free >= data.count:
             return None
@@ -692,7 +702,7 @@ class _Search:
             sub_index += 1
 
     def _in_use(self, device_id: DeviceID) -> bool:
-        return self.owner.in_use(device_id) or bool(self.allocating.get(device_id))
+        return device_id in self.taken or bool(self.allocating.get(device_id))
 
     def _selectable(self, key: _Key, data: _RequestData, candidate: Candidate) -> bool:
         if candidate.device.binding_conditions:

@@ -13,7 +13,7 @@ runs in an attempt has one, and must then reach the same decision.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -213,6 +213,24 @@ class ExplainingPlugin(Plugin, Protocol):
         """JSON-ready facts about ``pod`` as the plugin sees it now, with a one-line ``summary``
         among them; ``None`` when the plugin has nothing to say about this pod. ``pod`` has
         its node when the attempt bound it."""
+
+
+@runtime_checkable
+class GangPlanningPlugin(Plugin, Protocol):
+    """A plugin whose filter depends on what other pods hold beyond what a node's pods show (the
+    devices of their claims), for gang preemption's plan. Not an extension point: the planner
+    calls it whenever it places a member on a node, so that the members placed after it see
+    what that member will take there."""
+
+    def planned_on(
+        self,
+        placed_state: CycleState,
+        placed: Pod,
+        node_name: str,
+        later_states: Sequence[CycleState],
+    ) -> None:
+        """``placed`` goes to ``node_name`` in the plan (its filters passed there with
+        ``placed_state``): make each of ``later_states`` count what it will take there."""
 
 
 EXTENSION_POINTS: dict[str, Any] = {

@@ -34,7 +34,7 @@ as with the DRASchedulerFilterTimeout gate on); zero means no limit.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -43,7 +43,7 @@ import structlog
 from kopf_scheduler.cache.node_info import NodeInfo
 from kopf_scheduler.cache.storage import AssumeConflictError
 from kopf_scheduler.dra.allocation_memo import AllocationMemo
-from kopf_scheduler.dra.allocator import AllocationError, Allocator
+from kopf_scheduler.dra.allocator import AllocationError, Allocator, DeviceID, allocated_devices
 from kopf_scheduler.dra.cel import SelectorCache
 from kopf_scheduler.dra.inventory import InventoryCache
 from kopf_scheduler.framework.args import InvalidArgsError, ensure_mapping, reject_unknown
@@ -139,9 +139,13 @@ class _State:
     unavailable: set[int] = field(default_factory=set)
     """Indices of allocated claims that some node could not use."""
     node_allocations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    planned_taken: frozenset[DeviceID] = frozenset()
+    """Devices a gang preemption plan gives to the members it placed before this pod."""
 
     def clone(self) -> _State:
-        return self
+        """The same claims, allocator and allocations per node; only what a plan took is the
+        clone's own, so that each of a plan's passes counts its own placements."""
+        return copy.copy(self)
 
     def to_allocate(self) -> list[tuple[int, ResourceClaim]]:
         return [(i, c.claim) for i, c in enumerate(self.claims) if c.claim.allocation is None]
@@ -328,7 +332,7 @@ class DynamicResources:
             data.deadline = self.handle.now() + timeout if timeout > 0 else None
             claims = [claim.raw for _, claim in data.to_allocate()]
             try:
-                found = data.allocator.allocate(node.raw, claims)
+                found = data.allocator.allocate(node.raw, claims, data.planned_taken)
             except AllocationError as error:
                 if self._timed_out(data):
                     return _unresolvable(TIMED_OUT)
@@ -526,6 +530,31 @@ class DynamicResources:
             return ResourceClaim(stored)
         except InvalidObjectError as error:
             raise _BindError(f"claim {key} as stored: {error}") from error
+
+    # Gang preemption plans -------------------------------------------------------------------
+
+    def planned_on(
+        self,
+        placed_state: CycleState,
+        placed: Pod,
+        node_name: str,
+        later_states: Sequence[CycleState],
+    ) -> None:
+        """The devices ``placed`` was given on ``node_name`` count as taken for the members a
+        gang plan places after it (upstream's preemption never frees or counts devices, so this
+        only keeps a plan from giving one device to two members)."""
+        placed_data = placed_state.get(STATE_KEY)
+        if placed_data is None:
+            return
+        devices: set[DeviceID] = set()
+        for allocation in placed_data.node_allocations.get(node_name) or ():
+            devices |= allocated_devices({"status": {"allocation": allocation}})
+        if not devices:
+            return
+        for state in later_states:
+            data = state.get(STATE_KEY)
+            if data is not None:
+                data.planned_taken = data.planned_taken | devices
 
     # Explanations ------------------------------------------------------------------------------
 

@@ -18,7 +18,10 @@ The rules
        PreFilter rejects as UnschedulableAndUnresolvable (or with an error) is not placed;
        its PreFilter result, when it names nodes, limits where it can go. PreFilter runs with
        :data:`PLANNING` in the state, so that a gang plugin does not turn members away for
-       lack of free capacity, which is what the plan is about to change.
+       lack of free capacity, which is what the plan is about to change. Plugins whose filters
+       depend on what pods hold beyond the node (the devices of claims) are told of every
+       placement (:class:`~kopf_scheduler.framework.interfaces.GangPlanningPlugin`), so no
+       device goes to two members.
     2. A pod can be a victim of a member only if its priority is lower than the member's.
        A lower-priority pod already terminating is not a victim: its room is counted as free,
        so a plan made again while earlier victims are going evicts no one more. The group's
@@ -65,6 +68,7 @@ from dataclasses import dataclass, field
 from kopf_scheduler.cache.node_info import NodeInfo
 from kopf_scheduler.cache.snapshot import Snapshot
 from kopf_scheduler.framework.cycle_state import CycleState, StateKey
+from kopf_scheduler.framework.interfaces import GangPlanningPlugin
 from kopf_scheduler.framework.runtime import Framework
 from kopf_scheduler.framework.status import Code, Status
 from kopf_scheduler.model.pdb import PodDisruptionBudget
@@ -451,6 +455,10 @@ class _Attempt:
             )
             if not status.is_success():
                 broken.add(index)
+        later_states = [other.state for other in self.pending]
+        for plugin in self.framework.plugins.all:
+            if isinstance(plugin, GangPlanningPlugin):
+                plugin.planned_on(member.state, member.pod, name, later_states)
         self.pending = [other for index, other in enumerate(self.pending) if index not in broken]
         self.placements[member.pod.uid] = name
         if choice.victims:
