@@ -28,26 +28,25 @@ def _context(generator: Any) -> dict[str, Any]:
     }
 
 
-def test_a_kopf_watch_closed_at_exit_is_not_an_error(caplog: pytest.LogCaptureFixture) -> None:
+def _handled(filename: str, caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     loop = asyncio.new_event_loop()
-    generator = _generator_from("/venv/site-packages/kopf/_cogs/clients/watching.py")
+    generator = _generator_from(filename)
+    assert isinstance(generator, types.AsyncGeneratorType)
     try:
         with caplog.at_level(logging.DEBUG):
             kopf_shutdown.handle_loop_error(loop, _context(generator))
     finally:
         loop.close()
-    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
-    assert any("watch_stream_closed_at_exit" in r.getMessage() for r in caplog.records)
+    return caplog.records
+
+
+def test_a_kopf_watch_closed_at_exit_is_not_an_error(caplog: pytest.LogCaptureFixture) -> None:
+    records = _handled("/venv/site-packages/kopf/_cogs/clients/watching.py", caplog)
+    assert not [r for r in records if r.levelno >= logging.WARNING]
+    assert any("watch_stream_closed_at_exit" in r.getMessage() for r in records)
 
 
 def test_other_generators_keep_asyncios_report(caplog: pytest.LogCaptureFixture) -> None:
-    loop = asyncio.new_event_loop()
-    generator = _generator_from("/srv/app/streams.py")
-    try:
-        with caplog.at_level(logging.DEBUG):
-            kopf_shutdown.handle_loop_error(loop, _context(generator))
-    finally:
-        loop.close()
-    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    records = _handled("/srv/app/streams.py", caplog)
+    errors = [r for r in records if r.levelno >= logging.ERROR]
     assert errors and "closing of asynchronous generator" in errors[0].getMessage()
-    assert isinstance(generator, types.AsyncGeneratorType)
