@@ -30,7 +30,6 @@ from kopf_scheduler.config.documents import load_yaml, load_yaml_all
 from kopf_scheduler.config.errors import ConfigError
 from kopf_scheduler.config.schema import (
     ARGS_ENVELOPE,
-    SCHEMA_FILE,
     config_schema,
     config_schema_json,
 )
@@ -39,6 +38,8 @@ from kopf_scheduler.framework.handle import Handle
 from kopf_scheduler.plugins import registry
 
 ROOT = Path(__file__).resolve().parents[2]
+SCHEMA_FILE = "schema/kopf-scheduler-config.schema.json"
+"""Where the repository publishes the schema, for editors that read it by path or URL."""
 BASE = {"apiVersion": loader.API_VERSION, "kind": loader.KIND}
 SCHEMA = config_schema()
 VALIDATOR = jsonschema.Draft7Validator(SCHEMA)
@@ -138,7 +139,10 @@ def closed_objects(
 
 
 def test_the_committed_file_is_what_the_command_prints() -> None:
-    assert (ROOT / SCHEMA_FILE).read_text() == config_schema_json()
+    published = (ROOT / SCHEMA_FILE).read_text()
+    assert published == config_schema_json(), (
+        f"{SCHEMA_FILE} is out of date: kopf-scheduler config schema > {SCHEMA_FILE}"
+    )
 
 
 def test_the_schema_is_a_valid_draft_7_schema() -> None:

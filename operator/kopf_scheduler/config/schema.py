@@ -3,10 +3,10 @@ while a KubeSchedulerConfiguration is written, before ``config validate`` ever r
 
 The schema is built here from the reader's own field sets and limits (:mod:`.loader`) and the
 in-tree plugins' names and constants, and ``kopf-scheduler config schema`` prints it; the copy
-under ``schema/`` in the repository is this module's output. A field the reader learns is missing
-from the schema until it is added here: the tests read a configuration with every field while
-recording the fields each object of the reader (and each plugin's args parser) accepts, and
-compare them with the schema's.
+under ``schema/`` in the repository is this module's output. Each object of the reader must list
+here exactly the fields of its set, or the schema is not built at all; the plugins' args, whose
+parsers keep their field sets to themselves, are held to them by the tests, which read every
+args example of the schema while recording the fields each parser accepts.
 
 The schema checks what one field can say about itself (types, ranges, names of modes, the shape
 of plugin args); what depends on the cluster or on several fields together (an out-of-tree
@@ -44,8 +44,6 @@ from kopf_scheduler.plugins.volume_binding.args import DEFAULT_BIND_TIMEOUT_SECO
 from kopf_scheduler.preemption.evaluator import PDB_POLICIES, PDB_POLICY_BEST_EFFORT
 
 SCHEMA_DIALECT = "http://json-schema.org/draft-07/schema#"
-SCHEMA_FILE = "schema/kopf-scheduler-config.schema.json"
-"""Where the repository keeps this module's output, for editors that fetch it by path or URL."""
 
 _DURATION_PART = r"(\d+(\.\d*)?|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)"
 POSITIVE_DURATION = rf"^\+?({_DURATION_PART})+$"
