@@ -5,9 +5,10 @@ Prometheus Operator's objects alone) is rendered with ``helm template`` and appl
 ``kubectl apply --dry-run=server``, which runs each object through validation and admission
 without keeping it; the Prometheus Operator's objects (a ServiceMonitor in ``hardened``) are left
 out of the dry run, since the control plane has no CRDs for them (the chart tests render them).
-The Deployment's pod template is also submitted as a Pod, in a namespace that enforces the
-``restricted`` Pod Security level, because the pods themselves are only admitted when the
-ReplicaSet creates them. Last, one release is installed for real,
+The pod templates of the Deployment and of the configuration check's Job are also submitted as
+Pods, in a namespace that enforces the ``restricted`` Pod Security level, because the pods
+themselves are only admitted when their controllers create them. Last, one release is installed
+for real (without the configuration check, whose pod nothing here runs),
 upgraded with a changed scheduler configuration (the Deployment must roll out a new revision)
 and uninstalled.
 
@@ -124,27 +125,37 @@ def test_deployment_pods_pass_admission_in_a_restricted_namespace(
     kube: Kubectl, helm: Helm, namespace: str, case: str
 ) -> None:
     objects = documents(helm.template(case, namespace))
-    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
     (account,) = [o for o in objects if o["kind"] == "ServiceAccount"]
     # ServiceAccount admission rejects a pod whose account does not exist; it lives in the
     # test's namespace and goes with it.
     kube.apply(account)
-    template = deployment["spec"]["template"]
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": f"chart-admission-{case}",
-            "namespace": namespace,
-            "labels": template["metadata"]["labels"],
-        },
-        "spec": template["spec"],
-    }
-    result = kube.run(
-        "create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(pod), check=False
-    )
-    assert result.returncode == 0, result.stderr
-    assert "PodSecurity" not in result.stderr, result.stderr
+    # The scheduler's pods and the configuration check's (a Job's, a hook).
+    workloads = [o for o in objects if o["kind"] in ("Deployment", "Job")]
+    assert sorted(o["kind"] for o in workloads) == ["Deployment", "Job"]
+    for workload in workloads:
+        template = workload["spec"]["template"]
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"chart-admission-{case}-{workload['kind'].lower()}",
+                "namespace": namespace,
+                "labels": template["metadata"]["labels"],
+            },
+            "spec": template["spec"],
+        }
+        result = kube.run(
+            "create",
+            "--dry-run=server",
+            "-o",
+            "json",
+            "-f",
+            "-",
+            input=json.dumps(pod),
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+        assert "PodSecurity" not in result.stderr, result.stderr
 
 
 def deployment_revision(kube: Kubectl, name: str, namespace: str) -> str | None:
@@ -161,6 +172,8 @@ def test_install_rolls_on_a_config_change_and_uninstalls(
 ) -> None:
     # No replicas: nothing on a control plane without a kubelet would run them, and the
     # Deployment controller makes a ReplicaSet (a revision) for every pod template all the same.
+    # Nor the configuration check, whose Job's pod nothing would run either (it runs on the
+    # real node, e2e/test_real_node.py).
     common = [
         "--namespace",
         namespace,
@@ -168,6 +181,8 @@ def test_install_rolls_on_a_config_change_and_uninstalls(
         f"scheduler.name={RELEASE}",
         "--set",
         "scheduler.replicaCount=0",
+        "--set",
+        "configCheck.enabled=false",
         "--wait",
         "--timeout",
         "120s",

@@ -17,8 +17,16 @@ once with ``helm install`` and once with ``kubectl apply -k`` of an overlay:
   takes the Lease, and the pod watch shows every pod of the burst bound exactly once, none
   lost.
 
+The chart's configuration check (a pre-install/pre-upgrade hook Job running the image's
+``config validate``) runs on the real node too: the install passes it, and an upgrade to a
+configuration only the validator refuses (a misspelt plugin) fails with the validator's line in
+helm's output, the hook's objects deleted and the Deployment, its ConfigMap and its pods as they
+were.
+
 The replicas get a nodeSelector for the real node (chart value, overlay patch): without it
-the upstream kube-scheduler may place them on kwok nodes, where nothing runs them. The
+the upstream kube-scheduler may place them on kwok nodes, where nothing runs them (the
+configuration check's pod takes the chart's value too; on a kwok node it would "succeed"
+without running). The
 chart's and the manifests' spreading is soft (ScheduleAnyway, preferred anti-affinity), so
 both replicas fit on the one real node without other changes.
 
@@ -106,13 +114,14 @@ def _ready(pod: dict[str, Any]) -> bool:
 
 
 def replicas(kube: Kubectl) -> dict[str, dict[str, Any]]:
-    """The Deployment's pods that are not being deleted."""
+    """The Deployment's pods that are not being deleted (not the configuration check's)."""
     pods = kube.items("pods", NAMESPACE)
     return {
         pod["metadata"]["name"]: pod
         for pod in pods
         if not pod["metadata"].get("deletionTimestamp")
         and pod["metadata"].get("labels", {}).get("app.kubernetes.io/name") == "kopf-scheduler"
+        and pod["metadata"]["labels"].get("app.kubernetes.io/component") != "config-check"
     }
 
 
@@ -290,34 +299,109 @@ def replica_logs(kube: Kubectl, lines: int = 15) -> dict[str, str]:
     return logs
 
 
-def deploy_chart(kube: Kubectl, root: Path, image: str, work: Path) -> Deployed:
+def chart_values(image: str) -> dict[str, Any]:
+    """The image built here, and the real node for the replicas and the configuration check."""
     repository, tag = image.rsplit(":", 1)
+    return {
+        "scheduler": {
+            "image": {"repository": repository, "tag": tag},
+            "nodeSelector": ON_REAL_NODE,
+        }
+    }
+
+
+def deploy_chart(kube: Kubectl, root: Path, image: str, work: Path) -> Deployed:
     values = work / "values.yaml"
-    values.write_text(
-        yaml.safe_dump(
-            {
-                "scheduler": {
-                    "image": {"repository": repository, "tag": tag},
-                    "nodeSelector": ON_REAL_NODE,
-                }
-            }
-        )
-    )
+    values.write_text(yaml.safe_dump(chart_values(image)))
     helm = os.environ.get("HELM") or str(ensure_helm())
     started = time.monotonic()
     run_helm(
         helm, kube, root, "install", "kopf-scheduler", "charts/kopf-scheduler",
         "--namespace", NAMESPACE, "--create-namespace", "--values", str(values),
     )  # fmt: skip
+    # The install waited for the configuration check, which passed and was deleted.
+    assert config_check_phases(helm, kube) == {"ConfigMap": "Succeeded", "Job": "Succeeded"}
+    assert not config_check_objects(kube)
     return wait_replicas(kube, started)
 
 
-def run_helm(helm: str, kube: Kubectl, root: Path, *args: str) -> None:
+def run_helm(
+    helm: str, kube: Kubectl, root: Path, *args: str, check: bool = True
+) -> subprocess.CompletedProcess[str]:
     command = [helm, *args, f"--kubeconfig={kube.kubeconfig}"]
     result = subprocess.run(
         command, cwd=root, capture_output=True, text=True, timeout=300, check=False
     )
-    assert result.returncode == 0, result.stderr
+    if check:
+        assert result.returncode == 0, result.stderr
+    return result
+
+
+def config_check_phases(helm: str, kube: Kubectl) -> dict[str, str]:
+    """How the last run of each of the configuration check's hooks ended, by kind."""
+    status = subprocess.run(
+        [helm, "status", "kopf-scheduler", "--namespace", NAMESPACE, "--output", "json",
+         f"--kubeconfig={kube.kubeconfig}"],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    return {
+        hook["kind"]: hook["last_run"]["phase"]
+        for hook in json.loads(status.stdout).get("hooks", [])
+        if hook["name"].endswith("-config-check")
+    }
+
+
+def config_check_objects(kube: Kubectl) -> list[str]:
+    """The configuration check's Job and ConfigMap, while they exist."""
+    return [
+        f"{kind}/{item['metadata']['name']}"
+        for kind in ("jobs", "configmaps")
+        for item in kube.items(kind, NAMESPACE)
+        if item["metadata"]["name"].endswith("-config-check")
+    ]
+
+
+def deployment_state(kube: Kubectl) -> dict[str, Any]:
+    """What a rolled Deployment would change: its template, revision, pods and ConfigMap."""
+    deployment = kube.get("deployment", "kopf-scheduler", NAMESPACE)
+    config = kube.get("configmap", "kopf-scheduler-config", NAMESPACE)
+    assert deployment is not None and config is not None
+    return {
+        "revision": deployment["metadata"]["annotations"]["deployment.kubernetes.io/revision"],
+        "template": deployment["spec"]["template"],
+        "config": config["data"],
+        "pods": sorted(pod["metadata"]["uid"] for pod in replicas(kube).values()),
+    }
+
+
+def check_bad_upgrade_refused(kube: Kubectl, root: Path, image: str, work: Path) -> None:
+    """An upgrade to a configuration only the validator refuses fails in the pre-upgrade hook,
+    with the validator's line in helm's output, and the running Deployment stays as it was."""
+    values = chart_values(image)
+    values["pluginConfig"] = [{"name": "NodeResourceFit", "args": {}}]  # NodeResourcesFit
+    bad = work / "bad-values.yaml"
+    bad.write_text(yaml.safe_dump(values))
+    helm = os.environ.get("HELM") or str(ensure_helm())
+    before = deployment_state(kube)
+    result = run_helm(
+        helm, kube, root, "upgrade", "kopf-scheduler", "charts/kopf-scheduler",
+        "--namespace", NAMESPACE, "--values", str(bad), check=False,
+    )  # fmt: skip
+    assert result.returncode != 0, result.stdout
+    assert "pre-upgrade hooks failed" in result.stderr, result.stderr
+    assert (
+        "error: /etc/kopf-scheduler/config.yaml: profiles[0].pluginConfig[0].name: unknown "
+        "plugin 'NodeResourceFit'; did you mean 'NodeResourcesFit'?"
+    ) in result.stderr, result.stderr
+    assert config_check_phases(helm, kube)["Job"] == "Failed"
+    wait_until(
+        lambda: not config_check_objects(kube),
+        timeout=60,
+        what="the failed configuration check's objects deleted",
+        describe=lambda: config_check_objects(kube),
+    )
+    assert deployment_state(kube) == before
+    print(f"\nreal node, chart: the bad upgrade was refused by its hook:\n{result.stderr}")
 
 
 def deploy_kustomize(kube: Kubectl, root: Path, image: str, work: Path) -> Deployed:
@@ -390,6 +474,8 @@ def test_replicas_run_lead_bind_and_hand_over(
         deployed = deploy(kube, repo_root, image, tmp_path)
         leader = check_replicas(kube, image, deployed.pods)
         check_opted_in_pod(kube, method)
+        if method == "chart":
+            check_bad_upgrade_refused(kube, repo_root, image, tmp_path)
         handover = check_handover(kube, method, leader, deployed.pods)
         print(
             f"\nreal node, {method}: two replicas Ready {deployed.replicas_ready_seconds:.1f}s "

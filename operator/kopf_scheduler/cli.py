@@ -4,7 +4,8 @@
 ``simulate`` with no scenario runs the bundled preemption demo, so a newcomer sees the scheduler
 decide, preempt and explain without a cluster. ``run`` and ``explain`` talk to a cluster; their
 modules (kopf, the API client) are imported only when they are used. ``config validate`` checks a
-KubeSchedulerConfiguration file the way ``run`` would, without a cluster.
+KubeSchedulerConfiguration file the way ``run`` would, without a cluster; ``config schema`` prints
+the file's JSON Schema for editors.
 
 Bad input ends in one line on stderr, never a traceback; the exit codes are
 :mod:`kopf_scheduler.exit_codes`'s.
@@ -168,6 +169,13 @@ def _validate_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_config_schema(args: argparse.Namespace) -> int:
+    from kopf_scheduler.config.schema import config_schema_json
+
+    sys.stdout.write(config_schema_json())
+    return 0
+
+
 def explain_command(args: argparse.Namespace) -> int:
     """``explain`` (and ``kubectl kopf-scheduler explain``)."""
     configure_logging("warning", "console")
@@ -324,6 +332,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     validate.add_argument("file", type=Path, metavar="FILE")
     validate.set_defaults(handler=_validate_config)
+    schema = config_commands.add_parser(
+        "schema",
+        help="print the configuration's JSON Schema, for editors (yaml-language-server $schema)",
+    )
+    schema.set_defaults(handler=_print_config_schema)
 
     add_completion_command(commands, parser)
     return parser

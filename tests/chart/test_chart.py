@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kopf_scheduler.config.errors import ConfigError
 from kopf_scheduler.config.loader import parse_config
 from kopf_scheduler.config.types import SchedulerConfig
 from tests.chart.helm import (
@@ -398,6 +399,7 @@ def test_opt_in_objects_are_absent_by_default() -> None:
         "PodDisruptionBudget",
         "ResourceQuota",  # admits system-cluster-critical outside kube-system
         "Pod",  # the helm test hook
+        "Job",  # the configuration check hook
     }
 
 
@@ -607,3 +609,84 @@ def test_helm_test_is_a_pod_for_this_scheduler() -> None:
     assert test_pod["spec"]["schedulerName"] == "my-scheduler"
     assert test_pod["spec"]["restartPolicy"] == "Never"
     assert not [k for k, _ in render(DEFAULT, {"test": {"enabled": False}}) if k == "Pod"]
+
+
+# --- the configuration check hook ---------------------------------------------------------------
+
+
+def config_check(objects: dict[tuple[str, str], Obj]) -> tuple[Obj, Obj]:
+    """The check's ConfigMap and Job."""
+    (configmap,) = [
+        o for (k, n), o in objects.items() if k == "ConfigMap" and n.endswith("-config-check")
+    ]
+    return configmap, one(objects, "Job")
+
+
+@pytest.mark.parametrize("case", case_params())
+def test_the_config_check_validates_this_release_configuration_before_install_and_upgrade(
+    case: Case,
+) -> None:
+    objects = render(case)
+    configmap, job = config_check(objects)
+    (release_config,) = [
+        o for (k, n), o in objects.items() if k == "ConfigMap" and n.endswith("-config")
+    ]
+    assert configmap["data"] == release_config["data"]
+    for hook in (configmap, job):
+        annotations = hook["metadata"]["annotations"]
+        assert annotations["helm.sh/hook"] == "pre-install,pre-upgrade"
+        policies = annotations["helm.sh/hook-delete-policy"].split(",")
+        assert {"before-hook-creation", "hook-succeeded", "hook-failed"} == set(policies)
+    weights = [
+        int(hook["metadata"]["annotations"]["helm.sh/hook-weight"]) for hook in (configmap, job)
+    ]
+    assert weights[0] < weights[1]  # the ConfigMap exists before the Job's pod mounts it
+    assert job["metadata"]["annotations"]["helm.sh/hook-output-log-policy"] == "hook-failed"
+    assert job["spec"]["backoffLimit"] == 0
+
+    spec = job["spec"]["template"]["spec"]
+    scheduler = pod_spec(objects)
+    [container] = spec["containers"]
+    [scheduler_container] = scheduler["containers"]
+    assert container["args"] == ["config", "validate", "/etc/kopf-scheduler/config.yaml"]
+    assert {"name": "config", "configMap": {"name": configmap["metadata"]["name"]}} in spec[
+        "volumes"
+    ]
+    assert {"name": "config", "mountPath": "/etc/kopf-scheduler", "readOnly": True} in container[
+        "volumeMounts"
+    ]
+    for key in ("image", "imagePullPolicy", "securityContext", "env"):
+        assert container.get(key) == scheduler_container.get(key), key
+    for key in ("securityContext", "imagePullSecrets", "nodeSelector", "tolerations"):
+        assert spec.get(key) == scheduler.get(key), key
+    # Placed by the default scheduler, without the class a quota of this release admits.
+    assert "schedulerName" not in spec
+    assert "priorityClassName" not in spec
+    assert spec["restartPolicy"] == "Never"
+    assert spec["automountServiceAccountToken"] is False
+    selector = one(objects, "Deployment")["spec"]["selector"]["matchLabels"]
+    assert not selector.items() <= job["spec"]["template"]["metadata"]["labels"].items()
+
+
+def test_the_config_check_takes_the_extra_volumes() -> None:
+    hardened = next(case for case in CASES if case.name == "hardened")
+    objects = render(hardened)
+    _, job = config_check(objects)
+    spec = job["spec"]["template"]["spec"]
+    [container] = spec["containers"]
+    assert {"name": "plugin-data", "configMap": {"name": "plugin-data"}} in spec["volumes"]
+    assert container["volumeMounts"][-1]["mountPath"] == "/etc/plugin-data"
+
+
+def test_the_config_check_carries_what_only_the_validator_refuses() -> None:
+    typo = {"pluginConfig": [{"name": "NodeResourceFit", "args": {}}]}
+    configmap, _ = config_check(render(DEFAULT, typo))
+    with pytest.raises(ConfigError, match="did you mean 'NodeResourcesFit'"):
+        parse_config(yaml.safe_load(configmap["data"]["config.yaml"]))
+
+
+def test_the_config_check_can_be_turned_off() -> None:
+    objects = render(DEFAULT, {"configCheck": {"enabled": False}})
+    assert not [name for kind, name in objects if kind == "Job"]
+    assert not [name for kind, name in objects if name.endswith("-config-check")]
+    assert ("ConfigMap", "kopf-scheduler-config") in objects

@@ -49,7 +49,7 @@ def script(tmp_path: Path) -> str:
         (["kopf-scheduler", "si"], ["simulate"]),
         (["kopf-scheduler", "simulate", "-o", ""], ["table", "json", "yaml"]),
         (["kopf-scheduler", "explain", "web", "--out"], ["--output"]),
-        (["kopf-scheduler", "config", ""], ["validate", "-h", "--help"]),
+        (["kopf-scheduler", "config", ""], ["validate", "schema", "-h", "--help"]),
         (["kopf-scheduler", "completion", "z"], ["zsh"]),
         (["kopf-scheduler", "simulate", "--config", "sc"], ["scenario.yaml"]),
         (["kopf-scheduler", "config", "validate", "sc"], ["scenario.yaml"]),

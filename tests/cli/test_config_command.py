@@ -7,6 +7,7 @@ effect are warned about on stderr.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -173,3 +174,13 @@ def test_every_error_is_reported_at_once_with_the_name_likely_meant(tmp_path: Pa
             "leaderElection.leaseDuration: must be a duration such as '15s', got 10",
         ]
     )
+
+
+def test_config_schema_prints_the_published_schema(tmp_path: Path) -> None:
+    outcome = kopf_scheduler("config", "schema", env=environment(tmp_path))
+    assert (outcome.code, outcome.stderr) == (0, "")
+    published = Path(__file__).resolve().parents[2] / "schema" / "kopf-scheduler-config.schema.json"
+    assert json.loads(outcome.stdout) == json.loads(published.read_text())
+    assert json.loads(outcome.stdout)["properties"]["kind"] == {
+        "const": "KubeSchedulerConfiguration"
+    }

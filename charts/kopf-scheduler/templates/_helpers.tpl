@@ -44,6 +44,20 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
+{{/*
+Labels of the configuration check's objects: the chart's, except the component, so that the
+check's pod is none of the scheduler's pods to the Service, the PodDisruptionBudget or the
+anti-affinity.
+*/}}
+{{- define "kopf-scheduler.configCheckLabels" -}}
+helm.sh/chart: {{ include "kopf-scheduler.chart" . }}
+app.kubernetes.io/name: {{ include "kopf-scheduler.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: config-check
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
 {{/* The image reference: repository with the digest if one is set, else with the tag. */}}
 {{- define "kopf-scheduler.image" -}}
 {{- $image := .Values.scheduler.image }}

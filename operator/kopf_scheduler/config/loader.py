@@ -63,22 +63,50 @@ PROTOBUF_CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
 DEFAULT_QPS = 50.0
 DEFAULT_PARALLELISM = 16
 DEFAULT_BURST = 100
-_TOP_LEVEL = {
-    "apiVersion",
-    "kind",
-    "profiles",
-    "percentageOfNodesToScore",
-    "podInitialBackoffSeconds",
-    "podMaxBackoffSeconds",
-    "parallelism",
-    "leaderElection",
-    "clientConnection",
-    "extenders",
-    "enableProfiling",
-    "enableContentionProfiling",
-    "delayCacheUntilActive",
-    "kopfScheduler",
-}
+TOP_LEVEL_FIELDS = frozenset(
+    {
+        "apiVersion",
+        "kind",
+        "profiles",
+        "percentageOfNodesToScore",
+        "podInitialBackoffSeconds",
+        "podMaxBackoffSeconds",
+        "parallelism",
+        "leaderElection",
+        "clientConnection",
+        "extenders",
+        "enableProfiling",
+        "enableContentionProfiling",
+        "delayCacheUntilActive",
+        "kopfScheduler",
+    }
+)
+"""The fields of the document itself; each object below has its own set, which the reader
+and the JSON Schema (:mod:`kopf_scheduler.config.schema`) both take from here."""
+PROFILE_FIELDS = frozenset({"schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig"})
+PLUGIN_SET_FIELDS = frozenset({"enabled", "disabled"})
+PLUGIN_REF_FIELDS = frozenset({"name", "weight"})
+PLUGIN_CONFIG_FIELDS = frozenset({"name", "args"})
+LEADER_ELECTION_FIELDS = frozenset(
+    {
+        "leaderElect",
+        "leaseDuration",
+        "renewDeadline",
+        "retryPeriod",
+        "resourceLock",
+        "resourceName",
+        "resourceNamespace",
+    }
+)
+CLIENT_CONNECTION_FIELDS = frozenset(
+    {"kubeconfig", "qps", "burst", "contentType", "acceptContentTypes"}
+)
+KOPF_SCHEDULER_FIELDS = frozenset({"explanations", "nominationHygiene", "fastPath"})
+EXPLANATIONS_FIELDS = frozenset({"annotate", "maxBytes"})
+ANNOTATE_MODES = ("none", "failures", "all")
+MIN_EXPLANATION_BYTES = 1024
+MAX_EXPLANATION_BYTES = 200_000
+MAX_PLUGIN_WEIGHT = 100
 _NOT_IN_V1 = {
     "podMaxInUnschedulablePodsDuration": (
         "not part of the v1 API (kube-scheduler has it only as the deprecated flag "
@@ -106,7 +134,7 @@ def _mapping(value: Any, field: str) -> Mapping[str, Any]:
     return value
 
 
-def _check_fields(raw: Mapping[str, Any], allowed: set[str], field: str) -> None:
+def _check_fields(raw: Mapping[str, Any], allowed: frozenset[str], field: str) -> None:
     """Every key of ``raw`` not in ``allowed`` is an error, with the field likely meant."""
     unknown: list[ConfigError] = []
     for key in raw:
@@ -171,7 +199,7 @@ def parse_duration(value: Any, field: str) -> float:
 
 def _plugin_set(raw: Any, field: str) -> PluginSet:
     raw = _mapping(raw, field)
-    _check_fields(raw, {"enabled", "disabled"}, field)
+    _check_fields(raw, PLUGIN_SET_FIELDS, field)
     errors = ErrorCollector()
     lists: dict[str, tuple[PluginRef, ...]] = {}
     for kind in ("enabled", "disabled"):
@@ -190,11 +218,11 @@ def _plugin_set(raw: Any, field: str) -> PluginSet:
 
 def _plugin_ref(entry: Any, path: str) -> PluginRef:
     ref = _mapping(entry, path)
-    _check_fields(ref, {"name", "weight"}, path)
+    _check_fields(ref, PLUGIN_REF_FIELDS, path)
     name = ref.get("name")
     if not isinstance(name, str) or not name:
         raise ConfigError(f"{path}.name", "must be a non-empty string")
-    weight = _int(ref, "weight", path, 0, low=0, high=100)
+    weight = _int(ref, "weight", path, 0, low=0, high=MAX_PLUGIN_WEIGHT)
     assert weight is not None
     return PluginRef(name, weight)
 
@@ -204,9 +232,7 @@ def _profile(raw: Any, field: str) -> Profile:
     raw = _mapping(raw, field)
     errors = ErrorCollector()
     with errors.collecting():
-        _check_fields(
-            raw, {"schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig"}, field
-        )
+        _check_fields(raw, PROFILE_FIELDS, field)
     name = DEFAULT_SCHEDULER_NAME
     with errors.collecting():
         name = _str(raw, "schedulerName", field, DEFAULT_SCHEDULER_NAME)
@@ -219,7 +245,7 @@ def _profile(raw: Any, field: str) -> Profile:
     with errors.collecting():
         plugins_raw = _mapping(raw.get("plugins"), f"{field}.plugins")
         with errors.collecting():
-            _check_fields(plugins_raw, set(EXTENSION_POINT_NAMES), f"{field}.plugins")
+            _check_fields(plugins_raw, frozenset(EXTENSION_POINT_NAMES), f"{field}.plugins")
         for point, value in plugins_raw.items():
             if point in EXTENSION_POINT_NAMES:
                 with errors.collecting():
@@ -239,7 +265,7 @@ def _profile(raw: Any, field: str) -> Profile:
 
 def _plugin_config(entry: Any, path: str, seen: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
     item = _mapping(entry, path)
-    _check_fields(item, {"name", "args"}, path)
+    _check_fields(item, PLUGIN_CONFIG_FIELDS, path)
     plugin = item.get("name")
     if not isinstance(plugin, str) or not plugin:
         raise ConfigError(f"{path}.name", "must be a non-empty string")
@@ -251,19 +277,7 @@ def _plugin_config(entry: Any, path: str, seen: Mapping[str, Any]) -> tuple[str,
 def _leader_election(raw: Any) -> LeaderElection:
     field = "leaderElection"
     raw = _mapping(raw, field)
-    _check_fields(
-        raw,
-        {
-            "leaderElect",
-            "leaseDuration",
-            "renewDeadline",
-            "retryPeriod",
-            "resourceLock",
-            "resourceName",
-            "resourceNamespace",
-        },
-        field,
-    )
+    _check_fields(raw, LEADER_ELECTION_FIELDS, field)
     defaults = LeaderElection()
     durations = {}
     for key, default in (
@@ -309,7 +323,7 @@ def _client_connection(raw: Any, warnings: list[ConfigWarning]) -> ClientConnect
     """
     field = "clientConnection"
     raw = _mapping(raw, field)
-    _check_fields(raw, {"kubeconfig", "qps", "burst", "contentType", "acceptContentTypes"}, field)
+    _check_fields(raw, CLIENT_CONNECTION_FIELDS, field)
     qps = raw.get("qps", DEFAULT_QPS)
     if qps is None:
         qps = DEFAULT_QPS
@@ -395,11 +409,13 @@ def _unsupported_fields(raw: Mapping[str, Any], warnings: list[ConfigWarning]) -
 def _explanations(raw: Any) -> Explanations:
     field = "kopfScheduler.explanations"
     raw = _mapping(raw, field)
-    _check_fields(raw, {"annotate", "maxBytes"}, field)
+    _check_fields(raw, EXPLANATIONS_FIELDS, field)
     annotate = _str(raw, "annotate", field, "failures")
-    if annotate not in ("none", "failures", "all"):
+    if annotate not in ANNOTATE_MODES:
         raise ConfigError(f"{field}.annotate", f"must be none, failures or all; got {annotate!r}")
-    max_bytes = _int(raw, "maxBytes", field, 16384, low=1024, high=200_000)
+    max_bytes = _int(
+        raw, "maxBytes", field, 16384, low=MIN_EXPLANATION_BYTES, high=MAX_EXPLANATION_BYTES
+    )
     assert max_bytes is not None
     return Explanations(annotate, max_bytes)
 
@@ -407,7 +423,7 @@ def _explanations(raw: Any) -> Explanations:
 def _extensions(raw: Any) -> Extensions:
     field = "kopfScheduler"
     raw = _mapping(raw, field)
-    _check_fields(raw, {"explanations", "nominationHygiene", "fastPath"}, field)
+    _check_fields(raw, KOPF_SCHEDULER_FIELDS, field)
     return Extensions(
         explanations=_explanations(raw.get("explanations")),
         nomination_hygiene=_bool(raw, "nominationHygiene", field, True),
@@ -433,7 +449,7 @@ def check_config(raw: Any) -> LoadedConfig:
         errors.add(ConfigError("kind", f"must be {KIND!r}, got {shown(raw.get('kind'))}"))
     errors.raise_any()  # another kind of document: its fields are not worth listing
     with errors.collecting():
-        _check_fields(raw, _TOP_LEVEL, "")
+        _check_fields(raw, TOP_LEVEL_FIELDS, "")
     warnings: list[ConfigWarning] = []
     with errors.collecting():
         _unsupported_fields(raw, warnings)
