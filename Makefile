@@ -145,6 +145,14 @@ helm: $(STAMP)
 chart-test: helm
 	$(PY) -m pytest tests/chart
 
+## A real Prometheus (built from its Go module into ~/.cache/kopf-scheduler when missing) scrapes
+## a running scheduler through its TokenReview/SubjectAccessReview guard with a ServiceAccount
+## token; every query of every dashboard panel must return data (e2e/test_prometheus.py).
+.PHONY: e2e-prometheus
+e2e-prometheus: $(STAMP)
+	$(PY) -m e2e.localcluster prometheus
+	$(PY) -m pytest e2e/test_prometheus.py -m prometheus
+
 ## The chart's alert rules and dashboard queries read by Prometheus's own promtool (built from
 ## its Go module into ~/.cache/kopf-scheduler when missing): `promtool check rules`, the unit
 ## tests of every alert in tests/prometheus/alerts.test.yaml, every dashboard query parsed.

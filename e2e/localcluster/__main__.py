@@ -52,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("build", help="only build the binaries that are missing")
     commands.add_parser("helm", help="build helm if it is missing and print its path")
     commands.add_parser("promtool", help="build promtool if it is missing and print its path")
+    commands.add_parser("prometheus", help="build prometheus if it is missing and print its path")
     commands.add_parser("start-kube-scheduler", help="start upstream kube-scheduler")
     commands.add_parser("stop-kube-scheduler", help="stop upstream kube-scheduler")
     real = commands.add_parser(
@@ -82,6 +83,9 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     if args.command == "promtool":
         print(build.ensure_promtool(sys.stderr))
+        return 0
+    if args.command == "prometheus":
+        print(build.ensure_prometheus(sys.stderr))
         return 0
     if args.command == "helm":
         print(build.ensure_helm(sys.stderr))

@@ -15,6 +15,8 @@ versions, so they are compiled from their Go modules:
   version ldflags of helm's own Makefile. ``ensure_helm`` builds it on its own.
 * promtool (not part of the cluster either: ``make promtool-test`` checks the chart's alert rules
   and dashboard queries with it) installs with plain ``go install`` from Prometheus's module.
+  ``prometheus`` itself, from the same module, scrapes the scheduler in ``make e2e-prometheus``;
+  without the ``builtinassets`` build tag it has no web UI, which the HTTP API does not need.
 * the kubelet (only for the optional real node, see ``realnode.py``) comes from the same
   wrapper module and flags as the other Kubernetes commands, so it matches them exactly;
   ``ensure_kubelet`` builds it on its own, because most runs never need it.
@@ -185,6 +187,12 @@ class _Builder:
         version = f"v{v.PROMETHEUS_MODULE_VERSION}"
         with self.timed(f"promtool {version}"):
             package = f"github.com/prometheus/prometheus/cmd/promtool@{version}"
+            self._install(package, target, ["-s", "-w"])
+
+    def prometheus(self, target: Path) -> None:
+        version = f"v{v.PROMETHEUS_MODULE_VERSION}"
+        with self.timed(f"prometheus {version}"):
+            package = f"github.com/prometheus/prometheus/cmd/prometheus@{version}"
             self._install(package, target, ["-s", "-w"])
 
     def _helm_kube_version(self, module: str, cwd: Path) -> tuple[str, str]:
@@ -369,6 +377,24 @@ def ensure_promtool(log: TextIO | None = None) -> Path:
         if not os.access(target, os.X_OK):
             target.parent.mkdir(parents=True, exist_ok=True)
             _Builder(log or sys.stderr).promtool(target)
+    return target
+
+
+def prometheus_binary() -> Path:
+    return v.prometheus_bin_dir() / "prometheus"
+
+
+def ensure_prometheus(log: TextIO | None = None) -> Path:
+    """Build the Prometheus server when it is missing and return its path."""
+    target = prometheus_binary()
+    if os.access(target, os.X_OK):
+        return target
+    if shutil.which("go") is None:
+        raise BuildError("`go` is not on PATH; it is needed to build prometheus")
+    with _build_lock():
+        if not os.access(target, os.X_OK):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _Builder(log or sys.stderr).prometheus(target)
     return target
 
 

@@ -27,8 +27,9 @@ KUBERNETES_VERSION = "1.34.10"
 ETCD_VERSION = "3.6.16"
 KWOK_VERSION = "0.7.0"
 HELM_VERSION = "3.22.0"
-# Prometheus 3.16.0: its Go module numbers release 3.x.y as v0.3xx.y. Only promtool is built
-# (`make promtool-test` checks and unit-tests the chart's alert rules and dashboard queries).
+# Prometheus 3.16.0: its Go module numbers release 3.x.y as v0.3xx.y. promtool checks and
+# unit-tests the chart's alert rules and dashboard queries (`make promtool-test`); the server
+# scrapes a running scheduler in `make e2e-prometheus`.
 PROMETHEUS_MODULE_VERSION = "0.316.0"
 
 # The 31 staging modules that k8s.io/kubernetes replaces with ./staging/src/k8s.io/<name>.

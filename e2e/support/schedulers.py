@@ -24,6 +24,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -177,11 +178,18 @@ class LocalSchedulers:
     can_kill = True
 
     def __init__(
-        self, admin: Kubectl, kubeconfig: Path, work_dir: Path, config: str = CONFIG
+        self,
+        admin: Kubectl,
+        kubeconfig: Path,
+        work_dir: Path,
+        config: str = CONFIG,
+        extra_args: Sequence[str] = (),
     ) -> None:
+        """``extra_args`` go to every ``kopf-scheduler run`` (e.g. a serving certificate)."""
         self.admin = admin
         self.kubeconfig = kubeconfig
         self.work_dir = work_dir
+        self.extra_args = list(extra_args)
         self.config_path = work_dir / "scheduler-config.yaml"
         self.config_path.write_text(config)
         self.processes: list[SchedulerProcess] = []
@@ -214,6 +222,7 @@ class LocalSchedulers:
             f"--health-port={port}",
             f"--identity={identity}",
             "--log-format=console",
+            *self.extra_args,
         ]
         env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
         env["PYTHONUNBUFFERED"] = "1"
