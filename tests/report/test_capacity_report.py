@@ -8,29 +8,19 @@ import json
 import os
 import shutil
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.cli.support import environment, kopf_scheduler
+from tests.report.support import HOSTILE_NAME, HOSTILE_NODE
 from tests.sim.support import node, pod, write_yaml
 
 pytestmark = pytest.mark.browser
 
 Raw = dict[str, Any]
-HOSTILE_NODE = "small<img src=x onerror=alert(1)>"
-HOSTILE_TEMPLATE = "web<script>window.injected = 1</script>"
 TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
-
-
-@dataclass
-class Opened:
-    page: Any
-    problems: list[str] = field(default_factory=list)
-    """Console errors, uncaught exceptions, dialogs and requests that left the page."""
 
 
 def _run(home: Path, *args: str) -> str:
@@ -52,45 +42,8 @@ def _files(tmp_path: Path) -> list[str]:
             pod("busy-a", cpu="1500m", node_name="a"),
         ],
     )
-    template = write_yaml(tmp_path / "web.yaml", [pod(HOSTILE_TEMPLATE, cpu="1", scheduler=None)])
+    template = write_yaml(tmp_path / "web.yaml", [pod(HOSTILE_NAME, cpu="1", scheduler=None)])
     return [str(cluster), "--podspec", str(template)]
-
-
-@pytest.fixture
-def open_report(browser: Any, tmp_path: Path) -> Iterator[Any]:
-    pages: list[Any] = []
-
-    def opening(report: str, name: str) -> Opened:
-        path = tmp_path / name
-        path.write_text(report, encoding="utf-8")
-        page = browser.new_page()
-        pages.append(page)
-        opened = Opened(page)
-        page.on(
-            "console",
-            lambda message: (
-                opened.problems.append(f"console: {message.text}")
-                if message.type == "error"
-                else None
-            ),
-        )
-        page.on("pageerror", lambda error: opened.problems.append(f"exception: {error}"))
-        page.on("dialog", lambda dialog: opened.problems.append(f"dialog: {dialog.message}"))
-        page.on(
-            "request",
-            lambda request: (
-                opened.problems.append(f"request: {request.url}")
-                if request.url != path.as_uri()
-                else None
-            ),
-        )
-        page.goto(path.as_uri())
-        page.wait_for_load_state("load")
-        return opened
-
-    yield opening
-    for page in pages:
-        page.close()
 
 
 def _column(page: Any, attribute: str) -> list[str]:
@@ -183,7 +136,7 @@ def test_names_from_the_cluster_are_shown_as_text(tmp_path: Path, open_report: A
     assert cell.text_content() == HOSTILE_NODE
     assert page.locator("img").count() == 0
     assert page.evaluate("typeof window.injected") == "undefined"
-    assert HOSTILE_TEMPLATE in (page.locator("section.matrix h2").text_content() or "")
+    assert HOSTILE_NAME in (page.locator("section.matrix h2").text_content() or "")
     assert opened.problems == []
 
 

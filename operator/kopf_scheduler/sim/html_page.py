@@ -21,12 +21,13 @@ Markup = str
 
 _STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #1b1f24; }
-h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.6em; }
+h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.6em; } h3, h4 { font-size: 1em; }
 table { border-collapse: collapse; margin: .5em 0; }
 th, td { border: 1px solid #d0d7de; padding: .25em .5em; vertical-align: top; text-align: left; }
 th { background: #f6f8fa; cursor: pointer; user-select: none; white-space: nowrap; }
 th[aria-sort="ascending"]::after { content: " \\25B2"; }
 th[aria-sort="descending"]::after { content: " \\25BC"; }
+tbody td:first-child, td.name { white-space: nowrap; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.filtered { background: #ffebe9; }
 td.scored { background: #dafbe1; }
