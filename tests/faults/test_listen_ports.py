@@ -6,7 +6,6 @@ import socket
 from pathlib import Path
 
 import pytest
-
 from e2e.localcluster import listen_ports
 
 
@@ -47,7 +46,9 @@ def test_a_port_in_use_is_never_chosen(narrow_range: int) -> None:
             sock.close()
 
 
-def test_a_range_too_small_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_range_too_small_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     range_file = tmp_path / "ip_local_port_range"
     range_file.write_text(f"{listen_ports.LOWEST + 3} 60999\n")
     monkeypatch.setattr(listen_ports, "RANGE_FILE", range_file)
