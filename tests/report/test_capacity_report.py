@@ -5,8 +5,6 @@ of the same run, its columns sort and its filter hides rows, and names are shown
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -14,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.cli.support import environment, kopf_scheduler
-from tests.report.support import HOSTILE_NAME, HOSTILE_NODE
+from tests.report.support import HOSTILE_NAME, HOSTILE_NODE, save_screenshot
 from tests.sim.support import node, pod, write_yaml
 
 pytestmark = pytest.mark.browser
@@ -31,18 +29,18 @@ def _run(home: Path, *args: str) -> str:
     return outcome.stdout
 
 
-def _files(tmp_path: Path) -> list[str]:
+def _files(tmp_path: Path, small: str = "small", template: str = "web") -> list[str]:
     cluster = write_yaml(
         tmp_path / "cluster.yaml",
         [
             node("a", cpu="4"),
             node("b", cpu="3"),
             node("tainted", cpu="8", taints=[TAINT]),
-            node(HOSTILE_NODE, cpu="1500m"),
+            node(small, cpu="1500m"),
             pod("busy-a", cpu="1500m", node_name="a"),
         ],
     )
-    template = write_yaml(tmp_path / "web.yaml", [pod(HOSTILE_NAME, cpu="1", scheduler=None)])
+    template = write_yaml(tmp_path / "web.yaml", [pod(template, cpu="1", scheduler=None)])
     return [str(cluster), "--podspec", str(template)]
 
 
@@ -73,7 +71,7 @@ def test_the_matrix_shows_the_numbers_of_the_json_answer(tmp_path: Path, open_re
     page = opened.page
     status = review["status"]
     # One row per node, each with the copies the JSON places there.
-    assert sorted(_column(page, "data-node")) == sorted(["a", "b", "tainted", HOSTILE_NODE])
+    assert sorted(_column(page, "data-node")) == sorted(["a", "b", "tainted", "small"])
     on_nodes = {
         entry["nodeName"]: entry["replicas"] for entry in status["pods"][0]["replicasOnNodes"]
     }
@@ -101,11 +99,7 @@ def test_the_matrix_shows_the_numbers_of_the_json_answer(tmp_path: Path, open_re
     assert tainted.get_attribute("data-filtered") == examined
     assert int(examined or 0) >= 7  # six copies placed, one that failed
     assert opened.problems == []
-    screenshot = tmp_path / "capacity-report.png"
-    page.screenshot(path=str(screenshot), full_page=True)
-    assert screenshot.stat().st_size > 0
-    if os.environ.get("REPORT_SCREENSHOTS"):
-        shutil.copy(screenshot, Path(os.environ["REPORT_SCREENSHOTS"]) / screenshot.name)
+    save_screenshot(page, tmp_path / "capacity-report.png")
 
 
 def test_columns_sort_and_the_filter_hides_rows(tmp_path: Path, open_report: Any) -> None:
@@ -130,7 +124,8 @@ def test_columns_sort_and_the_filter_hides_rows(tmp_path: Path, open_report: Any
 
 
 def test_names_from_the_cluster_are_shown_as_text(tmp_path: Path, open_report: Any) -> None:
-    opened = open_report(_run(tmp_path, *_files(tmp_path), "-o", "html"), "capacity.html")
+    files = _files(tmp_path, small=HOSTILE_NODE, template=HOSTILE_NAME)
+    opened = open_report(_run(tmp_path, *files, "-o", "html"), "capacity.html")
     page = opened.page
     cell = page.locator("#matrix-0 tbody tr td:first-child", has_text="small")
     assert cell.text_content() == HOSTILE_NODE

@@ -14,14 +14,15 @@ import pytest
 import yaml
 
 from tests.cli.support import environment, kopf_scheduler
-from tests.report.support import HOSTILE_NAME, HOSTILE_NODE
+from tests.report.support import HOSTILE_NAME, HOSTILE_NODE, save_screenshot
 from tests.sim.support import SCHEDULER, node, pod, write_yaml
 
 pytestmark = pytest.mark.browser
 
 
 def _run(home: Path, *args: str, code: int = 0) -> str:
-    outcome = kopf_scheduler("simulate", *args, env=environment(home))
+    """``kopf-scheduler simulate ARGS``'s output, run in ``home`` (paths may be relative)."""
+    outcome = kopf_scheduler("simulate", *args, env=environment(home), cwd=home)
     assert outcome.code == code, outcome.stderr
     return outcome.stdout
 
@@ -81,6 +82,7 @@ def test_the_simulation_page_shows_the_json_report(tmp_path: Path, open_report: 
             expected.append(verdict["node"])
         assert [node_name for node_name, _ in shown] == expected
     assert opened.problems == []
+    save_screenshot(page, tmp_path / "simulate-report.png")
 
 
 def test_names_in_the_simulation_page_are_text(tmp_path: Path, open_report: Any) -> None:
@@ -129,8 +131,8 @@ def test_the_comparison_page_shows_the_json_answer(tmp_path: Path, open_report: 
     args = [
         str(scenario),
         "--compare-config",
-        str(_config(tmp_path / "spread.yaml", "LeastAllocated")),
-        str(_config(tmp_path / "pack.yaml", "MostAllocated")),
+        _config(tmp_path / "spread.yaml", "LeastAllocated").name,
+        _config(tmp_path / "pack.yaml", "MostAllocated").name,
     ]
     answer = json.loads(_run(tmp_path, *args, "-o", "json", code=3))
     opened = open_report(_run(tmp_path, *args, "-o", "html", code=3), "compare.html")
@@ -158,3 +160,4 @@ def test_the_comparison_page_shows_the_json_answer(tmp_path: Path, open_report: 
         for node_name, plugins in difference["nodes"].items()
     ]
     assert opened.problems == []
+    save_screenshot(page, tmp_path / "compare-report.png")

@@ -34,7 +34,9 @@ def _cluster() -> list[Raw]:
 
 def _count(tmp_path: Path, cluster: list[Raw], name: str = "web", **options: Any) -> CapacityResult:
     scenario = load_scenario([write_yaml(tmp_path / "cluster.yaml", cluster)])
-    template = load_template(write_yaml(tmp_path / "web.yaml", [pod(name, cpu="1", scheduler=None)]))
+    template = load_template(
+        write_yaml(tmp_path / "web.yaml", [pod(name, cpu="1", scheduler=None)])
+    )
     return sim_loop.run(count_copies(default_config(), scenario, [template], **options))
 
 
@@ -68,8 +70,10 @@ def test_the_matrix_agrees_with_the_count(tmp_path: Path) -> None:
         if row.last_verdict is not None
         for reason in row.last_verdict.reasons
     )
-    assert last == count.fail_summary == Counter(
-        {"Insufficient cpu": 2, "node(s) had untolerated taint(s)": 1}
+    assert (
+        last
+        == count.fail_summary
+        == Counter({"Insufficient cpu": 2, "node(s) had untolerated taint(s)": 1})
     )
     # Utilisation: before the first copy and after the last, in millicores.
     a, b = matrix.rows["a"], matrix.rows["b"]
