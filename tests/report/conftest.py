@@ -25,8 +25,10 @@ def _missing(reason: str) -> None:
     pytest.skip(f"{reason}: `make report-test` installs Debian's chromium")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """Playwright's sync API keeps an event loop running while it is open, which would stop
+    every later test that runs a loop of its own: one browser per module, closed after it."""
     executable = os.environ.get("CHROMIUM") or shutil.which("chromium")
     if not executable:
         _missing("no chromium on PATH")
