@@ -161,5 +161,13 @@ promtool-test: $(STAMP)
 	$(PY) -m e2e.localcluster promtool
 	$(PY) -m pytest tests/prometheus
 
+## The HTML reports (`capacity -o html`) in a real browser: Debian's chromium, installed from
+## Debian's archive when missing (scripts/browser/chromium.sh, as root), driven by Playwright;
+## here a missing browser fails the run instead of skipping the tests as `make test` does.
+.PHONY: report-test
+report-test: $(STAMP)
+	scripts/browser/chromium.sh
+	REPORT_TEST_NEEDS_BROWSER=1 $(PY) -m pytest tests/report -m browser
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -21,6 +21,7 @@ from kopf_scheduler.live_cluster import read_live_cluster
 from kopf_scheduler.logs import configure_logging
 from kopf_scheduler.sim import loop as sim_loop
 from kopf_scheduler.sim.capacity import CapacityError, count_copies
+from kopf_scheduler.sim.capacity_html import render_capacity_html, render_drain_html
 from kopf_scheduler.sim.capacity_report import (
     render_capacity_json,
     render_capacity_table,
@@ -81,7 +82,12 @@ def capacity_command(args: argparse.Namespace) -> int:
         drained = sim_loop.run(
             find_removable_nodes(config, scenario, preemption=args.preemption, seed=args.seed)
         )
-        print(render_drain_json(drained) if args.output == "json" else render_drain_table(drained))
+        if args.output == "html":
+            print(render_drain_html(drained), end="")
+        else:
+            print(
+                render_drain_json(drained) if args.output == "json" else render_drain_table(drained)
+            )
         return 0
     try:
         counted = sim_loop.run(
@@ -92,6 +98,7 @@ def capacity_command(args: argparse.Namespace) -> int:
                 preemption=args.preemption,
                 max_limit=args.max_limit,
                 seed=args.seed,
+                matrix=args.output == "html",
             )
         )
     except CapacityError as error:
@@ -99,6 +106,8 @@ def capacity_command(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if args.output == "json":
         print(render_capacity_json(counted))
+    elif args.output == "html":
+        print(render_capacity_html(counted), end="")
     else:
         print(render_capacity_table(counted), end="")
     return 0
@@ -158,7 +167,13 @@ def add_capacity_options(capacity: argparse.ArgumentParser) -> None:
         metavar="N",
         help="stop after N copies (default 0: until one fails)",
     )
-    capacity.add_argument("--output", "-o", choices=["table", "json"], default="table")
+    capacity.add_argument(
+        "--output",
+        "-o",
+        choices=["table", "json", "html"],
+        default="table",
+        help="html: one self-contained page with a node × plugin matrix per template",
+    )
     capacity.add_argument(
         "--seed", type=int, default=0, help="seed for every random choice (default 0)"
     )

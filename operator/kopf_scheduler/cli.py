@@ -31,6 +31,7 @@ from kopf_scheduler.sim import loop as sim_loop
 from kopf_scheduler.sim.report import build_report, render_json, render_table, render_yaml
 from kopf_scheduler.sim.runner import Simulation
 from kopf_scheduler.sim.scenario import ScenarioError, load_scenario
+from kopf_scheduler.sim.simulate_html import render_simulation_html
 from kopf_scheduler.version import VERSION
 
 EXIT_RUNTIME = exit_codes.RUNTIME
@@ -104,10 +105,14 @@ def simulate_command(args: argparse.Namespace) -> int:
             for warning in scenario.configuration.warnings:
                 print(f"warning: {warning}", file=sys.stderr)
             config = scenario.configuration.config
-    simulation = Simulation(config, seed=args.seed, explain=args.explain)
+    # The page draws each pod's attempts, so it is always made with the explanations.
+    explain = args.explain or args.output == "html"
+    simulation = Simulation(config, seed=args.seed, explain=explain)
     result = sim_loop.run(simulation.run(scenario))
-    report = build_report(result, explain=args.explain, added=added)
-    if args.output == "json":
+    report = build_report(result, explain=explain, added=added)
+    if args.output == "html":
+        print(render_simulation_html(report), end="")
+    elif args.output == "json":
         print(render_json(report))
     elif args.output == "yaml":
         print(render_yaml(report), end="")
@@ -237,7 +242,13 @@ def build_parser() -> argparse.ArgumentParser:
             "document, if it has one, else the defaults)"
         ),
     )
-    simulate.add_argument("--output", "-o", choices=["table", "json", "yaml"], default="table")
+    simulate.add_argument(
+        "--output",
+        "-o",
+        choices=["table", "json", "yaml", "html"],
+        default="table",
+        help="html: one self-contained page with a node × plugin matrix per pod",
+    )
     simulate.add_argument(
         "--seed", type=int, default=0, help="seed for every random choice (default 0)"
     )

@@ -25,6 +25,7 @@ from kopf_scheduler.sim.compare import (
     render_comparison_table,
     run_both,
 )
+from kopf_scheduler.sim.compare_html import render_comparison_html
 from kopf_scheduler.sim.scenario import ScenarioError, load_scenario
 
 EXIT_CHANGED = 3
@@ -43,7 +44,7 @@ def _usage_problem(args: argparse.Namespace) -> str:
     if args.explain:
         return "--compare-config reports differences; --explain goes with a single run"
     if args.output == "yaml":
-        return "--compare-config prints a table or JSON"
+        return "--compare-config prints a table, JSON or HTML"
     if args.from_cluster and not args.add:
         return "--from-cluster needs at least one --add FILE"
     if args.add and not args.from_cluster:
@@ -76,6 +77,8 @@ def compare_configs(args: argparse.Namespace) -> int:
     comparison = compare((str(first), str(second)), results)
     if args.output == "json":
         print(render_comparison_json(comparison))
+    elif args.output == "html":
+        print(render_comparison_html(comparison), end="")
     else:
         print(render_comparison_table(comparison), end="")
     return EXIT_CHANGED if comparison.changed else 0

@@ -43,13 +43,16 @@ class Outcome:
         return [line for line in self.stderr.splitlines() if line.strip()]
 
 
-def kopf_scheduler(*args: str, env: Mapping[str, str], timeout: float = 120) -> Outcome:
+def kopf_scheduler(
+    *args: str, env: Mapping[str, str], timeout: float = 120, cwd: Path | None = None
+) -> Outcome:
     done = subprocess.run(
         [sys.executable, "-m", "kopf_scheduler", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         env=dict(env),
+        cwd=cwd,
         check=False,
     )
     return Outcome(done.returncode, done.stdout, done.stderr)

@@ -47,7 +47,7 @@ def script(tmp_path: Path) -> str:
     ("words", "expected"),
     [
         (["kopf-scheduler", "si"], ["simulate"]),
-        (["kopf-scheduler", "simulate", "-o", ""], ["table", "json", "yaml"]),
+        (["kopf-scheduler", "simulate", "-o", ""], ["table", "json", "yaml", "html"]),
         (["kopf-scheduler", "explain", "web", "--out"], ["--output"]),
         (["kopf-scheduler", "config", ""], ["validate", "schema", "-h", "--help"]),
         (["kopf-scheduler", "completion", "z"], ["zsh"]),

@@ -91,7 +91,7 @@ def test_a_closed_pipe_after_ten_bytes_of_a_large_report_is_141(tmp_path: Path) 
     assert code == 141
 
 
-@pytest.mark.parametrize("output", ["table", "json", "yaml"])
+@pytest.mark.parametrize("output", ["table", "json", "yaml", "html"])
 def test_a_pipe_closed_before_a_small_report_is_141(tmp_path: Path, output: str) -> None:
     code, stderr = closing_reader(tmp_path, ["simulate", "-o", output], 0)
     assert (code, stderr) == (exit_codes.CLOSED_PIPE, "")

@@ -167,7 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
     whatif.add_argument(
         "--explain", action="store_true", help="include every node's reasons and scores"
     )
-    whatif.add_argument("-o", "--output", choices=["table", "json", "yaml"], default="table")
+    whatif.add_argument(
+        "-o", "--output", choices=["table", "json", "yaml", "html"], default="table"
+    )
     whatif.set_defaults(handler=_whatif)
 
     capacity = commands.add_parser(

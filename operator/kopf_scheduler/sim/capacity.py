@@ -22,6 +22,7 @@ from typing import Any
 
 from kopf_scheduler.config.types import PluginRef, PluginSet, SchedulerConfig
 from kopf_scheduler.scheduler.explain import AttemptRecord
+from kopf_scheduler.sim.node_matrix import NodeMatrix, Utilisation, utilisation
 from kopf_scheduler.sim.runner import Simulation
 from kopf_scheduler.sim.scenario import Scenario
 from kopf_scheduler.sim.templates import PodTemplate
@@ -50,6 +51,9 @@ class TemplateCount:
     higher priority may evict one again."""
     fail_summary: Counter[str] = field(default_factory=Counter)
     """For the template whose copy stopped the count: each reason with its number of nodes."""
+    matrix: NodeMatrix | None = None
+    """Every attempt of this template's copies, node by node and plugin by plugin (only when
+    asked for: ``count_copies(..., matrix=True)``)."""
 
 
 @dataclass
@@ -133,9 +137,12 @@ async def count_copies(
     preemption: bool = False,
     max_limit: int = 0,
     seed: int = 0,
+    matrix: bool = False,
 ) -> CapacityResult:
     """Place copies of ``templates`` in turn until one fails (or ``max_limit`` copies fit).
 
+    With ``matrix``, each template's :class:`NodeMatrix` sums up the verdicts of its copies'
+    attempts (reading every node's verdict costs time on large clusters, so only then).
     Runs on the simulation loop: ``sim.loop.run(count_copies(...))``.
     """
     check_templates(config, scenario, templates)
@@ -143,6 +150,10 @@ async def count_copies(
     await simulation.run(scenario)
     cluster = simulation.cluster
     counts = [TemplateCount(template) for template in templates]
+    before = utilisation(cluster.nodes, cluster.pods.values()) if matrix else {}
+    if matrix:
+        for count in counts:
+            count.matrix = NodeMatrix.for_nodes(cluster.nodes)
     default_profile = config.profiles[0].scheduler_name
     index = -1
     while True:
@@ -153,6 +164,7 @@ async def count_copies(
                 counts,
                 STOP_LIMIT,
                 f"Maximum number of pods simulated: {max_limit}",
+                before,
             )
         count = counts[index % len(counts)]
         objects, keys = count.template.copy_objects(index, cluster.pods)
@@ -163,23 +175,36 @@ async def count_copies(
             simulation.apply(raw)
         await simulation.run_until_quiet()
         placed = [(cluster.pods[key]["spec"].get("nodeName") or "") for key in keys]
-        if all(placed):
+        failed = keys[placed.index("")] if not all(placed) else ""
+        last = next((a for a in reversed(simulation.attempts) if a.pod == failed), None)
+        if count.matrix is not None:
+            copy_pods = set(keys)
+            for attempt in simulation.attempts:
+                if attempt.pod in copy_pods:
+                    count.matrix.add_attempt(attempt, last=attempt is last)
+        if not failed:
             count.placed.append(keys)
             continue
-        failed = keys[placed.index("")]
-        last = next((a for a in reversed(simulation.attempts) if a.pod == failed), None)
         count.fail_summary = fail_summary(last)
         message = _condition_message(cluster.pods[failed])
         if not message and last is not None:
             message = last.message
-        return _result(simulation, counts, STOP_UNSCHEDULABLE, message)
+        return _result(simulation, counts, STOP_UNSCHEDULABLE, message, before)
 
 
 def _result(
-    simulation: Simulation, counts: list[TemplateCount], stop_type: str, message: str
+    simulation: Simulation,
+    counts: list[TemplateCount],
+    stop_type: str,
+    message: str,
+    before: Mapping[str, Utilisation],
 ) -> CapacityResult:
     cluster = simulation.cluster
+    after = utilisation(cluster.nodes, cluster.pods.values()) if before else {}
     for count in counts:
+        if count.matrix is not None:
+            for name, row in count.matrix.rows.items():
+                row.before, row.after = before.get(name), after.get(name)
         remaining = [keys for keys in count.placed if all(key in cluster.pods for key in keys)]
         count.copies = len(remaining)
         count.nodes = Counter(

@@ -25,12 +25,12 @@ from kopf_scheduler.sim.drain import DrainResult
 _BINARY_SUFFIXES = (("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10))
 
 
-def _cpu(milli: int | Fraction) -> str:
+def format_cpu(milli: int | Fraction) -> str:
     milli = int(milli)
     return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
 
 
-def _bytes(value: int | Fraction) -> str:
+def format_bytes(value: int | Fraction) -> str:
     value = int(value)
     for suffix, size in _BINARY_SUFFIXES:
         if value and value % size == 0:
@@ -49,17 +49,17 @@ def _requirements(pod: Mapping[str, Any], name: str) -> dict[str, Any]:
         "podName": name,
         "resources": {
             "primaryResources": {
-                "cpu": _cpu(requests.milli_cpu),
-                "memory": _bytes(requests.memory),
-                "ephemeral-storage": _bytes(requests.ephemeral_storage),
+                "cpu": format_cpu(requests.milli_cpu),
+                "memory": format_bytes(requests.memory),
+                "ephemeral-storage": format_bytes(requests.ephemeral_storage),
             },
             "scalarResources": dict(sorted(requests.scalar.items())) or None,
         },
         "limits": {
             "primaryResources": {
-                "cpu": _cpu(limits.get("cpu", Fraction(0)) * 1000),
-                "memory": _bytes(limits.get("memory", Fraction(0))),
-                "ephemeral-storage": _bytes(limits.get("ephemeral-storage", Fraction(0))),
+                "cpu": format_cpu(limits.get("cpu", Fraction(0)) * 1000),
+                "memory": format_bytes(limits.get("memory", Fraction(0))),
+                "ephemeral-storage": format_bytes(limits.get("ephemeral-storage", Fraction(0))),
             },
             "scalarResources": {
                 resource: int(value)

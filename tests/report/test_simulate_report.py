@@ -1,0 +1,163 @@
+"""``simulate -o html`` and ``simulate --compare-config -o html`` in headless chromium: each page
+renders without a console error or a request, and shows what the JSON answer of the same run
+says — a row per pod, a node × plugin matrix per pod with the JSON's verdicts and scores, the
+preemptions, and for a configuration change the moved pods and the scores A → B."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.cli.support import environment, kopf_scheduler
+from tests.report.support import HOSTILE_NAME, HOSTILE_NODE, save_screenshot
+from tests.sim.support import SCHEDULER, node, pod, write_yaml
+
+pytestmark = pytest.mark.browser
+
+
+def _run(home: Path, *args: str, code: int = 0) -> str:
+    """``kopf-scheduler simulate ARGS``'s output, run in ``home`` (paths may be relative)."""
+    outcome = kopf_scheduler("simulate", *args, env=environment(home), cwd=home)
+    assert outcome.code == code, outcome.stderr
+    return outcome.stdout
+
+
+def _cells(page: Any, selector: str, script: str) -> list[Any]:
+    return list(page.eval_on_selector_all(selector, script))
+
+
+def test_the_simulation_page_shows_the_json_report(tmp_path: Path, open_report: Any) -> None:
+    # The bundled preemption demo: a pod that preempts, so every section has something to show.
+    report = json.loads(_run(tmp_path, "--explain", "-o", "json"))
+    opened = open_report(_run(tmp_path, "-o", "html"), "simulate.html")
+    page = opened.page
+    statuses = _cells(
+        page,
+        "#pods tbody tr",
+        "rows => rows.map(r => [r.getAttribute('data-pod'),"
+        " r.querySelector('[data-status]').getAttribute('data-status')])",
+    )
+    assert statuses == [[f"{p['namespace']}/{p['name']}", p["status"]] for p in report["pods"]]
+    assert page.locator("#summary").get_attribute("data-preempted") == str(
+        report["summary"]["preempted"]
+    )
+    victims = _cells(page, "#preemptions tbody tr", "rows => rows.map(r => r.cells[2].textContent)")
+    assert victims == [", ".join(entry["victims"]) for entry in report["preemptions"]]
+    assert victims  # the demo preempts
+
+    last = {attempt["pod"]: attempt for attempt in report["attempts"]}
+    attempts = Counter(attempt["pod"] for attempt in report["attempts"])
+    sections = page.locator("section.matrix")
+    assert sections.count() == len(last)
+    for index, (name, attempt) in enumerate(last.items()):
+        # The last attempt first, each earlier one folded away below it.
+        assert sections.nth(index).get_attribute("data-pod") == name
+        assert sections.nth(index).locator("table").count() == attempts[name]
+        shown = _cells(
+            page,
+            f"#matrix-{index} tbody tr",
+            "rows => rows.map(r => [r.getAttribute('data-node'),"
+            " Array.from(r.querySelectorAll('td[data-plugin]')).map(c =>"
+            " [c.getAttribute('data-plugin'), c.getAttribute('data-verdict'),"
+            " c.getAttribute('data-score')])])",
+        )
+        expected = []
+        for verdict in attempt["nodes"]:
+            cells = {
+                plugin: [plugin, verdict_kind, score]
+                for plugin, verdict_kind, score in next(
+                    cells for node_name, cells in shown if node_name == verdict["node"]
+                )
+            }
+            if verdict["feasible"]:
+                scores = {p: str(s) for p, s in verdict["scores"].items()}
+                assert {p: c[2] for p, c in cells.items() if c[2]} == scores
+            else:
+                assert [p for p, c in cells.items() if c[1] == "filtered"] == [verdict["plugin"]]
+            expected.append(verdict["node"])
+        assert [node_name for node_name, _ in shown] == expected
+    assert opened.problems == []
+    save_screenshot(page, tmp_path / "simulate-report.png")
+
+
+def test_names_in_the_simulation_page_are_text(tmp_path: Path, open_report: Any) -> None:
+    scenario = write_yaml(
+        tmp_path / "cluster.yaml",
+        [node(HOSTILE_NODE, cpu="2"), pod(HOSTILE_NAME, cpu="1")],
+    )
+    opened = open_report(_run(tmp_path, str(scenario), "-o", "html"), "simulate.html")
+    page = opened.page
+    assert page.locator("#pods tbody tr td").first.text_content() == f"default/{HOSTILE_NAME}"
+    assert page.locator("#matrix-0 tbody tr").get_attribute("data-node") == HOSTILE_NODE
+    assert page.locator("img").count() == 0
+    assert page.evaluate("typeof window.injected") == "undefined"
+    assert opened.problems == []
+
+
+def _config(path: Path, strategy: str) -> Path:
+    profile = {
+        "schedulerName": SCHEDULER,
+        "pluginConfig": [
+            {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": strategy}}}
+        ],
+    }
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "profiles": [profile],
+            }
+        )
+    )
+    return path
+
+
+def test_the_comparison_page_shows_the_json_answer(tmp_path: Path, open_report: Any) -> None:
+    scenario = write_yaml(
+        tmp_path / "cluster.yaml",
+        [
+            node("n1", cpu="4", memory="8Gi"),
+            node("n2", cpu="4", memory="8Gi"),
+            pod("busy", cpu="2", memory="2Gi", node_name="n1"),
+            pod("new", cpu="1", memory="1Gi"),
+        ],
+    )
+    args = [
+        str(scenario),
+        "--compare-config",
+        _config(tmp_path / "spread.yaml", "LeastAllocated").name,
+        _config(tmp_path / "pack.yaml", "MostAllocated").name,
+    ]
+    answer = json.loads(_run(tmp_path, *args, "-o", "json", code=3))
+    opened = open_report(_run(tmp_path, *args, "-o", "html", code=3), "compare.html")
+    page = opened.page
+    assert page.locator("#verdict").text_content() == "Decisions changed"
+    moved = _cells(
+        page,
+        "#moved tbody tr",
+        "rows => rows.map(r => Array.from(r.cells).map(c => c.textContent))",
+    )
+    assert moved == [
+        [entry["pod"], f"Bound {entry['a']['node']}", f"Bound {entry['b']['node']}"]
+        for entry in answer["moved"]
+    ]
+    [difference] = answer["scoreDifferences"]
+    shown = _cells(
+        page,
+        "#scores-0 tbody tr",
+        "rows => rows.map(r => [r.getAttribute('data-node'),"
+        " Array.from(r.querySelectorAll('td[data-plugin]')).map(c =>"
+        " [c.getAttribute('data-plugin'), c.getAttribute('data-a'), c.getAttribute('data-b')])])",
+    )
+    assert shown == [
+        [node_name, [[p, str(v["a"]), str(v["b"])] for p, v in plugins.items()]]
+        for node_name, plugins in difference["nodes"].items()
+    ]
+    assert opened.problems == []
+    save_screenshot(page, tmp_path / "compare-report.png")
