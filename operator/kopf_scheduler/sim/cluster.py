@@ -10,8 +10,9 @@ resourceVersion is refused. The disruption controller keeps PodDisruptionBudget 
 date: each PDB keeps the set of pods it selects (pod labels never change here), so a pod change
 updates only the PDBs that select that pod. The volume controllers (``sim/volume_controllers.py``)
 bind, provision and create ephemeral claims; the resource-claim controller
-(``sim/claim_controller.py``) makes ResourceClaims from templates and releases them. The objects
-of dynamic resource allocation are kept like the storage objects, and the scheduler's writes to
+(``sim/claim_controller.py``) makes ResourceClaims from templates and releases them; a
+StatefulSet's OrderedReady pods are created one after the other (``sim/ordered_pods.py``). The
+objects of dynamic resource allocation are kept like the storage objects, and the scheduler's writes to
 ResourceClaims follow the API server's rules (a stale update is refused, the status subresource
 changes only the status). PodGroups (scheduler-plugins' custom resource) are
 kept as the API server keeps a custom resource: stored, versioned and announced, nothing more.
@@ -38,6 +39,7 @@ from kopf_scheduler.ports import ConflictError, Event, NotFoundError, PodRef, Po
 from kopf_scheduler.sim.admission import admit_priority, default_claim_class, default_pod
 from kopf_scheduler.sim.claim_controller import ResourceClaimController
 from kopf_scheduler.sim.clock import VirtualClock
+from kopf_scheduler.sim.ordered_pods import OrderedPodCreation
 from kopf_scheduler.sim.scenario import DRA_KINDS, NAMESPACED_KINDS, STORAGE_KINDS
 from kopf_scheduler.sim.volume_controllers import CLAIM, STORAGE_CLASS, VOLUME, VolumeControllers
 
@@ -93,6 +95,7 @@ class InMemoryCluster:
         kinds)."""
         self.volume_controllers = VolumeControllers(self)
         self.claim_controller = ResourceClaimController(self)
+        self.ordered_pods = OrderedPodCreation(self)
         self._loading = False
 
     # Watching --------------------------------------------------------------------------------
@@ -135,6 +138,7 @@ class InMemoryCluster:
         """Let the controllers act on every change so far (their writes are events too)."""
         while True:
             generation = self.generation
+            self.ordered_pods.run()
             self.claim_controller.run()
             self.volume_controllers.run()
             if self.generation == generation:

@@ -15,6 +15,7 @@ While tasks are pending, time moves only once the event loop has nothing left to
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Mapping
@@ -234,17 +235,27 @@ class Simulation:
                 scenario.pdbs,
             )
         )
-        default_profile = self.config.profiles[0].scheduler_name
         for pending in scenario.pending_pods:
-            spec = pending.get("spec") or {}
-            if not spec.get("schedulerName"):
-                # In a scenario, a pod that names no scheduler is meant for the one simulated.
-                pending = {**pending, "spec": {**spec, "schedulerName": default_profile}}  # noqa: PLW2901
-            created = cluster.create(pending)
-            metadata = created["metadata"]
-            self.pending_order.append(f"{metadata['namespace']}/{metadata['name']}")
+            self._arrived(cluster.create(self._for_us(pending)))
+        for waiting in scenario.waiting_pods:
+            cluster.ordered_pods.add(
+                dataclasses.replace(waiting, pod=self._for_us(waiting.pod)), self._arrived
+            )
+        cluster.run_controllers()
         await self._drive(scheduler, self.clock.now())
         return self.result()
+
+    def _for_us(self, pending: dict[str, Any]) -> dict[str, Any]:
+        """In a scenario, a pod that names no scheduler is meant for the one simulated."""
+        spec = pending.get("spec") or {}
+        if spec.get("schedulerName"):
+            return pending
+        default_profile = self.config.profiles[0].scheduler_name
+        return {**pending, "spec": {**spec, "schedulerName": default_profile}}
+
+    def _arrived(self, created: Mapping[str, Any]) -> None:
+        metadata = created["metadata"]
+        self.pending_order.append(f"{metadata['namespace']}/{metadata['name']}")
 
     def _next_leftover_flush(self, queue: SchedulingQueue, start: float) -> float:
         """The first 30 s flush tick (counted from the start) that releases an unschedulable pod."""
