@@ -12,10 +12,10 @@ updates only the PDBs that select that pod. The volume controllers (``sim/volume
 bind, provision and create ephemeral claims; the resource-claim controller
 (``sim/claim_controller.py``) makes ResourceClaims from templates and releases them; a
 StatefulSet's OrderedReady pods are created one after the other (``sim/ordered_pods.py``). The
-objects of dynamic resource allocation are kept like the storage objects, and the scheduler's writes to
-ResourceClaims follow the API server's rules (a stale update is refused, the status subresource
-changes only the status). PodGroups (scheduler-plugins' custom resource) are
-kept as the API server keeps a custom resource: stored, versioned and announced, nothing more.
+objects of dynamic resource allocation are kept like the storage objects, and the scheduler's
+writes to ResourceClaims follow the API server's rules (a stale update is refused, the status
+subresource changes only the status). PodGroups (scheduler-plugins' custom resource) are kept as
+the API server keeps a custom resource: stored, versioned and announced, nothing more.
 
 Storage objects are never changed in place once stored (the scheduler's views keep the raw
 dictionaries they were built from): every change stores a new copy.
