@@ -20,7 +20,8 @@ QUANTITY_RULE = (
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 )
 SUPPORTED = (
-    "supported: PodDisruptionBudget (policy/v1), DeviceClass (resource.k8s.io/v1), "
+    "supported: Deployment (apps/v1), ReplicaSet (apps/v1), StatefulSet (apps/v1), "
+    "Job (batch/v1), PodDisruptionBudget (policy/v1), DeviceClass (resource.k8s.io/v1), "
     "ResourceClaim (resource.k8s.io/v1), ResourceClaimTemplate (resource.k8s.io/v1), "
     "ResourceSlice (resource.k8s.io/v1), PriorityClass (scheduling.k8s.io/v1), "
     "PodGroup (scheduling.x-k8s.io/v1alpha1), "
