@@ -5,6 +5,7 @@ OrderedReady pods one after the other."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from pathlib import Path
 from typing import Any, cast
@@ -322,3 +323,20 @@ def test_what_if_adds_a_workloads_pods(tmp_path: Path) -> None:
     assert keys[2:] == ["default/db-0", "default/db-1"]
     assert all(re.fullmatch(f"default/web-[{ALPHABET}]+-{SUFFIX}", key) for key in keys[:2])
     assert [w.pod["metadata"]["name"] for w in scenario.waiting_pods] == ["db-1"]
+
+
+def test_the_bundled_example_shows_ordered_creation(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--example", "workloads", "-o", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    placed = {p["name"]: (p["status"], p["node"]) for p in report["pods"]}
+    assert {name: placed[name] for name in ("db-0", "db-1", "db-2")} == {
+        "db-0": ("Bound", "node-a"),
+        "db-1": ("Bound", "node-b"),
+        "db-2": ("Pending", None),
+    }
+    assert "db-3" not in placed
+    assert sum(1 for name in placed if re.fullmatch(f"train-[0-3]-{SUFFIX}", name)) == 4
+    web = [name for name in placed if name.startswith("web-")]
+    assert len(web) == 2
+    assert all(placed[name][0] == "Bound" for name in web)
+    assert report["summary"]["bound"] == 8
