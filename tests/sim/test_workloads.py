@@ -208,6 +208,17 @@ def test_indexed_job_pods(tmp_path: Path) -> None:
         assert metadata["ownerReferences"][0]["uid"] == "uid-train"
         assert raw["spec"]["hostname"] == f"train-{index}"
         assert raw["spec"]["restartPolicy"] == "Never"
+        assert raw["spec"]["containers"][0]["env"] == [
+            {
+                "name": "JOB_COMPLETION_INDEX",
+                "valueFrom": {
+                    "fieldRef": {
+                        "apiVersion": "v1",
+                        "fieldPath": "metadata.labels['batch.kubernetes.io/job-completion-index']",
+                    }
+                },
+            }
+        ]
 
 
 def test_job_parallelism_and_suspension(tmp_path: Path) -> None:
@@ -234,6 +245,21 @@ def test_workload_pods_are_admitted_like_plain_pods(tmp_path: Path) -> None:
     assert by_owner["Job"]["spec"]["priority"] == 5
     assert by_owner["Job"]["spec"]["priorityClassName"] == "base"
     assert all(raw["spec"].get("nodeName") == "n1" for raw in by_owner.values())
+
+
+def test_controller_selectors_spread_the_pods_by_default(tmp_path: Path) -> None:
+    # node-a is so much larger that the resource scores alone put all six pods on it (as they do
+    # for the same pods without an owner); the ReplicaSet's selector brings in PodTopologySpread's
+    # default constraints, which spread them.
+    docs = [node("node-a", cpu="64", memory="128Gi"), node("node-b", cpu="8", memory="16Gi")]
+    owned = replica_set("web", 6)
+    owned["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "100m"
+    spread = simulate([write_yaml(tmp_path / "owned.yaml", [*docs, owned])])
+    nodes = [raw["spec"]["nodeName"] for raw in spread.cluster.pods.values()]
+    assert sorted(nodes) == ["node-a"] * 3 + ["node-b"] * 3
+    bare = [pod(f"web-{i}", cpu="100m", labels={"app": "web"}) for i in range(6)]
+    alone = simulate([write_yaml(tmp_path / "bare.yaml", [*docs, *bare])])
+    assert {raw["spec"]["nodeName"] for raw in alone.cluster.pods.values()} == {"node-a"}
 
 
 def test_generated_names_avoid_the_scenarios_pods(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ VolumeAttachments, PodGroups when a profile enables Coscheduling, and DeviceClas
 ResourceSlices, ResourceClaims and ResourceClaimTemplates when one enables DynamicResources, as the
 scheduler itself lists them only then) and handed to the simulator together with the pods to add
 (and any new claims, ResourceClaims, templates or PodGroups they use; a Deployment, ReplicaSet,
-StatefulSet or Job added stands for the pods its controller would create); nothing is ever written to
-the cluster, so a read-only identity can run it. An identity that may not list one of these
+StatefulSet or Job added stands for the pods its controller would create); nothing is ever written
+to the cluster, so a read-only identity can run it. An identity that may not list one of these
 collections gets an error naming it, not a silently partial answer. Kubernetes has no such dry run
 (kubernetes #58242).
 """
@@ -161,6 +161,7 @@ async def cluster_scenario(
         if identity in known_dra:
             raise ValueError(f"--add: {identity[0]} {identity[1]} already exists in the cluster")
         scenario.dra.append(added_object)
+    scenario.controllers += extra.controllers
     keys = []
     for pod in extra.pending_pods:
         keys.append(_namespaced_key(pod))

@@ -45,6 +45,7 @@ from kopf_scheduler.sim.volume_controllers import CLAIM, STORAGE_CLASS, VOLUME, 
 
 Raw = dict[str, Any]
 POD_GROUP = "PodGroup"
+POD_CONTROLLERS = ("ReplicaSet", "StatefulSet")
 RESOURCE_CLAIM = "ResourceClaim"
 Listener = Callable[[str, str, Mapping[str, Any]], None]
 """``listener(kind, event_type, raw)`` receives every change."""
@@ -72,6 +73,10 @@ class InMemoryCluster:
         self.namespaces: dict[str, Raw] = {}
         self.pod_groups: dict[str, Raw] = {}
         """PodGroups by ``namespace/name``."""
+        self.controllers: dict[str, Raw] = {}
+        """ReplicaSets and StatefulSets by ``kind namespace/name``: only stored and announced
+        (their pods come with the scenario, ``sim/workloads.py``), for the selectors default
+        topology spreading reads."""
         self.events: list[RecordedEvent] = []
         self.deleted: dict[str, Raw] = {}
         """Pods removed from the cluster, by key, as they were last seen."""
@@ -188,6 +193,8 @@ class InMemoryCluster:
             self.namespaces[name] = obj
         elif kind == POD_GROUP:
             self.pod_groups[_key(kind, metadata)] = obj
+        elif kind in POD_CONTROLLERS:
+            self.controllers[f"{kind} {_key(kind, metadata)}"] = obj
         elif kind in STORAGE_KINDS:
             if kind == CLAIM:
                 default_claim_class(obj, self.storage[STORAGE_CLASS].values())

@@ -27,6 +27,7 @@ from kopf_scheduler.config.types import SchedulerConfig
 from kopf_scheduler.informer.handlers import EventHandlers
 from kopf_scheduler.informer.store import Store
 from kopf_scheduler.informer.watched_kinds import WATCHED_KINDS
+from kopf_scheduler.informer.workloads import WorkloadIndex
 from kopf_scheduler.queue.scheduling_queue import ACTIVE, BACKOFF, SchedulingQueue
 from kopf_scheduler.scheduler.binding_cycle import DEFAULT_MAX_BINDING_CYCLES
 from kopf_scheduler.scheduler.explain import AttemptRecord
@@ -109,6 +110,9 @@ class Simulation:
             self.store.pod_groups,
             self.store.dra,
         )
+        # The ReplicaSets and StatefulSets of a scenario's workloads give their pods the default
+        # topology spreading kube-scheduler applies.
+        workloads = WorkloadIndex()
         scheduler = build_scheduler(
             self.config,
             ports,
@@ -116,8 +120,9 @@ class Simulation:
             seed=self.seed,
             on_attempt=self._keep_attempt,
             max_binding_cycles=self.max_binding_cycles,
+            workload_selectors=workloads,
         )
-        handlers = EventHandlers(scheduler, self.store)
+        handlers = EventHandlers(scheduler, self.store, workloads)
         enabled = {
             plugin.name
             for framework in scheduler.profiles.values()
@@ -231,6 +236,7 @@ class Simulation:
                 sorted(scenario.storage, key=lambda raw: STORAGE_CREATION_ORDER[raw["kind"]]),
                 sorted(scenario.dra, key=lambda raw: DRA_CREATION_ORDER[raw["kind"]]),
                 scenario.pod_groups,
+                scenario.controllers,
                 scenario.running_pods,
                 scenario.pdbs,
             )

@@ -144,6 +144,9 @@ class Scenario:
     dra: list[dict[str, Any]] = field(default_factory=list)
     """DeviceClasses, ResourceSlices, ResourceClaims and ResourceClaimTemplates, in document
     order; only a profile with DynamicResources reads them."""
+    controllers: list[dict[str, Any]] = field(default_factory=list)
+    """The ReplicaSets and StatefulSets that own the workloads' pods (a Deployment's is the
+    ReplicaSet it makes): their selectors spread the pods by default, as in a cluster."""
     waiting_pods: list[CreatedPod] = field(default_factory=list)
     """Pods of StatefulSets with OrderedReady pod management after the first: each is created
     (with its claims) once the pods before it run (``sim/ordered_pods.py``)."""
@@ -410,11 +413,13 @@ def _expanded(
     storage); the pods created later go to ``scenario.waiting_pods``."""
     described = _describe(workload, 0)
     try:
-        created = expand(workload, taken)
+        expansion = expand(workload, taken)
     except InvalidObjectError as error:
         raise ScenarioError(source, described, str(error)) from None
+    if expansion.controller is not None:
+        scenario.controllers.append(expansion.controller)
     pods = []
-    for item in created:
+    for item in expansion.pods:
         key = _key(item.pod)
         identity = ("Pod", f"Pod {key}")
         if identity in seen:

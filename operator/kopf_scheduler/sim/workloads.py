@@ -82,6 +82,17 @@ class CreatedPod:
     created (a StatefulSet's earlier ordinals under OrderedReady); empty: created at once."""
 
 
+@dataclass
+class Expansion:
+    """What a workload's controller creates."""
+
+    controller: Raw | None
+    """The ReplicaSet or StatefulSet that owns the pods (for a Deployment, the ReplicaSet it
+    makes): the scheduler reads its selector to spread the pods by default, as kube-scheduler
+    does. None for a Job (default spreading does not look at Jobs) and a paused Deployment."""
+    pods: list[CreatedPod]
+
+
 def hash_text(text: str) -> str:
     """A controller's hash of ``text``: 32-bit FNV-1a, its decimal digits in the name alphabet."""
     value = 0x811C9DC5
@@ -94,7 +105,7 @@ def _rendered(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def expand(workload: Mapping[str, Any], taken: Container[str]) -> list[CreatedPod]:
+def expand(workload: Mapping[str, Any], taken: Container[str]) -> Expansion:
     """The pods (and claims) the controller of ``workload`` creates, in creation order.
 
     ``taken`` holds the ``namespace/name`` keys already in use; a generated name that is taken
@@ -110,7 +121,7 @@ def expand(workload: Mapping[str, Any], taken: Container[str]) -> list[CreatedPo
     if not isinstance(spec, Mapping):
         raise InvalidObjectError("spec", "Required value")
     names = _Names(f"{namespace}/{kind}/{metadata['name']}", taken)
-    expanders: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any], _Names], list[CreatedPod]]]
+    expanders: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any], _Names], Expansion]]
     expanders = {
         "Deployment": _deployment,
         "ReplicaSet": _replica_set,
@@ -244,17 +255,26 @@ def _pod(
     }
 
 
-def _replica_set(
-    workload: Mapping[str, Any], spec: Mapping[str, Any], names: _Names
-) -> list[CreatedPod]:
+def _controller(kind: str, name: str, namespace: str, uid: str, spec: Mapping[str, Any]) -> Raw:
+    """The owning controller as the scheduler sees it: identity, replicas and selector."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": namespace, "uid": uid},
+        "spec": {"replicas": spec.get("replicas", 1), "selector": copy.deepcopy(spec["selector"])},
+    }
+
+
+def _replica_set(workload: Mapping[str, Any], spec: Mapping[str, Any], names: _Names) -> Expansion:
     name = str(workload["metadata"]["name"])
     namespace = str(workload["metadata"].get("namespace") or "default")
     replicas = _count(spec, "replicas", 1)
     template_metadata, pod_spec, labels, annotations = _template(spec)
     _checked_selector(spec, "ReplicaSet", labels)
     _restart_policy_always(pod_spec)
-    owner = _owner("apps/v1", "ReplicaSet", name, _uid(workload, "ReplicaSet", namespace))
-    return [
+    uid = _uid(workload, "ReplicaSet", namespace)
+    owner = _owner("apps/v1", "ReplicaSet", name, uid)
+    pods = [
         CreatedPod(
             _pod(
                 names.generate(namespace, f"{name}-"),
@@ -268,11 +288,10 @@ def _replica_set(
         )
         for _ in range(replicas or 0)
     ]
+    return Expansion(_controller("ReplicaSet", name, namespace, uid, spec), pods)
 
 
-def _deployment(
-    workload: Mapping[str, Any], spec: Mapping[str, Any], names: _Names
-) -> list[CreatedPod]:
+def _deployment(workload: Mapping[str, Any], spec: Mapping[str, Any], names: _Names) -> Expansion:
     name = str(workload["metadata"]["name"])
     namespace = str(workload["metadata"].get("namespace") or "default")
     replicas = _count(spec, "replicas", 1)
@@ -280,7 +299,7 @@ def _deployment(
     _checked_selector(spec, "Deployment", labels)
     _restart_policy_always(pod_spec)
     if spec.get("paused"):
-        return []  # a paused Deployment makes no ReplicaSet until it is resumed
+        return Expansion(None, [])  # a paused Deployment makes no ReplicaSet until resumed
     template_hash = hash_text(_rendered(spec["template"]))
     selector = copy.deepcopy(dict(spec["selector"]))
     selector["matchLabels"] = {
@@ -306,9 +325,7 @@ def _deployment(
     return _replica_set(replica_set, replica_set["spec"], names)
 
 
-def _stateful_set(
-    workload: Mapping[str, Any], spec: Mapping[str, Any], names: _Names
-) -> list[CreatedPod]:
+def _stateful_set(workload: Mapping[str, Any], spec: Mapping[str, Any], names: _Names) -> Expansion:
     name = str(workload["metadata"]["name"])
     namespace = str(workload["metadata"].get("namespace") or "default")
     replicas = _count(spec, "replicas", 1) or 0
@@ -340,7 +357,8 @@ def _stateful_set(
         (spec.get("selector") or {}).get("matchLabels"), "spec.selector.matchLabels"
     )
     revision = f"{name}-{hash_text(_rendered({'spec': {'template': spec['template']}}))}"
-    owner = _owner("apps/v1", "StatefulSet", name, _uid(workload, "StatefulSet", namespace))
+    uid = _uid(workload, "StatefulSet", namespace)
+    owner = _owner("apps/v1", "StatefulSet", name, uid)
     created: list[CreatedPod] = []
     for ordinal in range(start, start + replicas):
         pod_name = f"{name}-{ordinal}"
@@ -382,10 +400,10 @@ def _stateful_set(
         if policy == "OrderedReady":
             waits_for = tuple(f"{namespace}/{name}-{earlier}" for earlier in range(start, ordinal))
         created.append(CreatedPod(pod, claims, waits_for))
-    return created
+    return Expansion(_controller("StatefulSet", name, namespace, uid, spec), created)
 
 
-def _job(workload: Mapping[str, Any], spec: Mapping[str, Any], names: _Names) -> list[CreatedPod]:
+def _job(workload: Mapping[str, Any], spec: Mapping[str, Any], names: _Names) -> Expansion:
     name = str(workload["metadata"]["name"])
     namespace = str(workload["metadata"].get("namespace") or "default")
     parallelism = _count(spec, "parallelism", 1) or 0
@@ -436,7 +454,7 @@ def _job(workload: Mapping[str, Any], spec: Mapping[str, Any], names: _Names) ->
                 f"Invalid value: {_rendered(generated)}: `selector` not auto-generated",
             )
     if spec.get("suspend"):
-        return []
+        return Expansion(None, [])
     active = parallelism if completions is None else min(parallelism, completions)
     template_metadata = {
         **template_metadata,
@@ -446,7 +464,7 @@ def _job(workload: Mapping[str, Any], spec: Mapping[str, Any], names: _Names) ->
         ],
     }
     owner = _owner("batch/v1", "Job", name, uid)
-    created = []
+    created: list[CreatedPod] = []
     for index in range(active):
         if mode != "Indexed":
             pod_name = names.generate(namespace, f"{name}-")
@@ -475,7 +493,7 @@ def _job(workload: Mapping[str, Any], spec: Mapping[str, Any], names: _Names) ->
             owner,
         )
         created.append(CreatedPod(pod))
-    return created
+    return Expansion(None, created)
 
 
 def _add_completion_index_env(pod_spec: Raw) -> None:
@@ -490,7 +508,10 @@ def _add_completion_index_env(pod_spec: Raw) -> None:
                 {
                     "name": COMPLETION_INDEX_ENV,
                     "valueFrom": {
-                        "fieldRef": {"fieldPath": f"metadata.labels['{COMPLETION_INDEX}']"}
+                        "fieldRef": {
+                            "apiVersion": "v1",
+                            "fieldPath": f"metadata.labels['{COMPLETION_INDEX}']",
+                        }
                     },
                 }
             )
