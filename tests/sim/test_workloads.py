@@ -15,9 +15,10 @@ import pytest
 from kopf_scheduler.cli import main
 from kopf_scheduler.k8s.client import Api
 from kopf_scheduler.service.whatif import cluster_scenario
+from kopf_scheduler.sim.report import build_report
 from kopf_scheduler.sim.scenario import ScenarioError, load_scenario
 from kopf_scheduler.sim.workloads import ALPHABET
-from tests.sim.support import node, pod, priority_class, simulate, write_yaml
+from tests.sim.support import node, pdb, pod, priority_class, simulate, write_yaml
 from tests.sim.test_whatif_storage import ListOnlyApi
 from tests.sim.volume_support import storage_class, volume
 
@@ -260,6 +261,26 @@ def test_controller_selectors_spread_the_pods_by_default(tmp_path: Path) -> None
     bare = [pod(f"web-{i}", cpu="100m", labels={"app": "web"}) for i in range(6)]
     alone = simulate([write_yaml(tmp_path / "bare.yaml", [*docs, *bare])])
     assert {raw["spec"]["nodeName"] for raw in alone.cluster.pods.values()} == {"node-a"}
+
+
+def test_a_pdb_over_a_replica_set_counts_its_replicas(tmp_path: Path) -> None:
+    # Three running replicas, maxUnavailable 1, two preemptors. Once the first victim is gone,
+    # the disruption controller still expects the ReplicaSet's three pods: no disruption is
+    # allowed, so the second preemption violates the budget.
+    web = replica_set("web", 3)
+    web["spec"]["template"]["spec"].update(nodeName="n1", terminationGracePeriodSeconds=0)
+    docs = [
+        node("n1", cpu="3"),
+        web,
+        pdb("web", {"app": "web"}, max_unavailable=1),
+        pod("urgent-1", priority=100),
+        pod("urgent-2", priority=100),
+    ]
+    report = build_report(simulate([write_yaml(tmp_path / "s.yaml", docs)]))
+    assert [(p["preemptor"], p["pdbViolations"]) for p in report["preemptions"]] == [
+        ("default/urgent-1", 0),
+        ("default/urgent-2", 1),
+    ]
 
 
 def test_generated_names_avoid_the_scenarios_pods(tmp_path: Path) -> None:

@@ -273,13 +273,46 @@ class InMemoryCluster:
         as the disruption controller does for bare pods."""
         for key in keys:
             budget = self._budgets[key]
-            desired = _desired_healthy(budget.pdb, len(budget.members))
+            desired = _desired_healthy(budget.pdb, self._expected_pods(budget))
             allowed = max(0, budget.healthy - desired)
             status = budget.raw.setdefault("status", {})
             if status.get("disruptionsAllowed") != allowed:
                 status["disruptionsAllowed"] = allowed
                 self._stamp(budget.raw)
                 self._emit("PodDisruptionBudget", MODIFIED, budget.raw)
+
+    def _expected_pods(self, budget: _Budget) -> int:
+        """The pods a PDB expects. For ``maxUnavailable`` or a percentage ``minAvailable`` the
+        disruption controller adds up the scale of the pods' controllers, so a pod its ReplicaSet
+        or StatefulSet has not created yet (or that a preemption deleted) still counts; a pod
+        without a controller the cluster holds counts itself."""
+        pdb = budget.pdb
+        by_scale = pdb.max_unavailable is not None or isinstance(pdb.min_available, str)
+        if not by_scale or not self.controllers:
+            return len(budget.members)
+        scales: dict[str, int] = {}
+        unowned = 0
+        for key in budget.members:
+            pod = self.pods.get(key)
+            controller = self._controller_of(pod) if pod is not None else None
+            if controller is None:
+                unowned += 1
+            else:
+                uid = controller["metadata"]["uid"]
+                scales[uid] = int((controller.get("spec") or {}).get("replicas", 1))
+        return unowned + sum(scales.values())
+
+    def _controller_of(self, pod: Raw) -> Raw | None:
+        metadata = pod["metadata"]
+        for owner in metadata.get("ownerReferences") or []:
+            if not isinstance(owner, Mapping) or not owner.get("controller"):
+                continue
+            key = f"{owner.get('kind')} {metadata['namespace']}/{owner.get('name')}"
+            controller = self.controllers.get(key)
+            if controller is not None and controller["metadata"].get("uid") == owner.get("uid"):
+                return controller
+            return None
+        return None
 
     # The write ports -------------------------------------------------------------------------
 
