@@ -133,6 +133,21 @@ CASES = [
         id="unsupported-api-version",
     ),
     pytest.param(
+        _docs(
+            "pvc.yaml",
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": "data"},
+                "spec": {"resources": {"requests": {"storage": "-1Gi"}}},
+            },
+        ),
+        "PersistentVolumeClaim default/data",
+        'spec.resources.requests[storage]: Invalid value: "-1Gi": must be greater than or equal '
+        "to 0",
+        id="claim-negative-size",
+    ),
+    pytest.param(
         _docs("pod.yaml", node("n"), _bad_pod_quantity()),
         "Pod default/web",
         f"spec.containers[0].resources.requests.cpu: {QUANTITY_RULE}, got 'abc'",

@@ -348,6 +348,24 @@ BAD = [
         "greater than or equal to 0",
         id="negative-request-in-template",
     ),
+    pytest.param(
+        _broken(lambda: stateful_set("db", 1), lambda s: s["template"]["spec"].pop("containers")),
+        "StatefulSet default/db",
+        "spec.template.spec.containers: Required value",
+        id="no-containers",
+    ),
+    pytest.param(
+        _broken(
+            lambda: stateful_set("db", 1, claims=("data",)),
+            lambda s: s["volumeClaimTemplates"][0]["spec"]["resources"]["requests"].update(
+                storage="-1Gi"
+            ),
+        ),
+        "StatefulSet default/db",
+        'spec.volumeClaimTemplates[0].spec.resources.requests[storage]: Invalid value: "-1Gi": '
+        "must be greater than or equal to 0",
+        id="negative-claim-size",
+    ),
 ]
 
 

@@ -214,6 +214,7 @@ _RESOURCE_LISTS: dict[str, tuple[tuple[str, ...], ...]] = {
     ),
     "Node": (("status", "capacity"), ("status", "allocatable")),
     "PodGroup": (("spec", "minResources"),),
+    "PersistentVolumeClaim": (("spec", "resources", "requests"), ("spec", "resources", "limits")),
 }
 """Where each kind keeps resource quantities outside its containers (pods: also per container)."""
 
@@ -429,10 +430,15 @@ def _expanded(
         try:
             Pod(item.pod)
             _check_non_negative("Pod", item.pod)
-            for claim in item.claims:
-                PersistentVolumeClaim(claim)
         except InvalidObjectError as error:
             raise ScenarioError(source, described, f"spec.template.{error}") from None
+        for index, claim in enumerate(item.claims):
+            try:
+                PersistentVolumeClaim(claim)
+                _check_non_negative("PersistentVolumeClaim", claim)
+            except InvalidObjectError as error:
+                where = f"spec.volumeClaimTemplates[{index}]"
+                raise ScenarioError(source, described, f"{where}.{error}") from None
         if item.waits_for:
             scenario.waiting_pods.append(item)
             continue

@@ -191,6 +191,9 @@ def _template(spec: Mapping[str, Any]) -> tuple[Raw, Raw, dict[str, str], dict[s
     pod_spec = template.get("spec")
     if not isinstance(pod_spec, Mapping):
         raise InvalidObjectError("spec.template.spec", "Required value")
+    containers = pod_spec.get("containers")
+    if not isinstance(containers, list) or not containers:
+        raise InvalidObjectError("spec.template.spec.containers", "Required value")
     metadata = template.get("metadata") or {}
     if not isinstance(metadata, Mapping):
         raise InvalidObjectError("spec.template.metadata", "must be an object")
