@@ -13,10 +13,14 @@ from typing import Any, cast
 import pytest
 
 from kopf_scheduler.cli import main
+from kopf_scheduler.config.loader import default_config
 from kopf_scheduler.k8s.client import Api
 from kopf_scheduler.service.whatif import cluster_scenario
+from kopf_scheduler.sim import loop as sim_loop
+from kopf_scheduler.sim.capacity import count_copies
 from kopf_scheduler.sim.report import build_report
 from kopf_scheduler.sim.scenario import ScenarioError, load_scenario
+from kopf_scheduler.sim.templates import load_template
 from kopf_scheduler.sim.workloads import ALPHABET
 from tests.sim.support import node, pdb, pod, priority_class, simulate, write_yaml
 from tests.sim.test_whatif_storage import ListOnlyApi
@@ -405,3 +409,13 @@ def test_the_bundled_example_shows_ordered_creation(capsys: pytest.CaptureFixtur
     assert len(web) == 2
     assert all(placed[name][0] == "Bound" for name in web)
     assert report["summary"]["bound"] == 8
+
+
+def test_capacity_counts_what_a_scenarios_workloads_leave_free(tmp_path: Path) -> None:
+    # A 4-CPU node with a 3-replica Deployment of 1 CPU each: one more 1-CPU pod fits.
+    cluster = write_yaml(tmp_path / "cluster.yaml", [node("n1", cpu="4"), deployment("web", 3)])
+    extra = write_yaml(tmp_path / "extra.yaml", [pod("extra", cpu="1", scheduler=None)])
+    result = sim_loop.run(
+        count_copies(default_config(), load_scenario([cluster]), [load_template(extra)])
+    )
+    assert result.total == 1
