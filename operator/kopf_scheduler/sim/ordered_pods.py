@@ -56,11 +56,6 @@ class OrderedPodCreation:
         called with each pod this controller creates."""
         self._waiting.append((waiting, created))
 
-    @property
-    def waiting(self) -> list[CreatedPod]:
-        """The pods not created yet, in order."""
-        return [waiting for waiting, _ in self._waiting]
-
     def run(self) -> None:
         if self._running:
             return
@@ -69,12 +64,19 @@ class OrderedPodCreation:
             progressed = True
             while progressed:
                 progressed = False
+                # Sets whose next ordinal cannot be created yet: their later ones cannot either.
+                blocked: set[str] = set()
                 for entry in list(self._waiting):
                     waiting, created = entry
+                    owner = waiting.pod["metadata"]["ownerReferences"][0]["uid"]
+                    if owner in blocked:
+                        continue
                     if all(running_and_ready(self._api.pods.get(k)) for k in waiting.waits_for):
                         self._waiting.remove(entry)
                         created(self._create(waiting))
                         progressed = True
+                    else:
+                        blocked.add(owner)
         finally:
             self._running = False
 

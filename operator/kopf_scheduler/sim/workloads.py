@@ -258,20 +258,22 @@ def _pod(
     }
 
 
-def _controller(kind: str, name: str, namespace: str, uid: str, spec: Mapping[str, Any]) -> Raw:
+def _controller(
+    kind: str, name: str, namespace: str, uid: str, replicas: int, spec: Mapping[str, Any]
+) -> Raw:
     """The owning controller as the scheduler sees it: identity, replicas and selector."""
     return {
         "apiVersion": "apps/v1",
         "kind": kind,
         "metadata": {"name": name, "namespace": namespace, "uid": uid},
-        "spec": {"replicas": spec.get("replicas", 1), "selector": copy.deepcopy(spec["selector"])},
+        "spec": {"replicas": replicas, "selector": copy.deepcopy(spec["selector"])},
     }
 
 
 def _replica_set(workload: Mapping[str, Any], spec: Mapping[str, Any], names: _Names) -> Expansion:
     name = str(workload["metadata"]["name"])
     namespace = str(workload["metadata"].get("namespace") or "default")
-    replicas = _count(spec, "replicas", 1)
+    replicas = _count(spec, "replicas", 1) or 0
     template_metadata, pod_spec, labels, annotations = _template(spec)
     _checked_selector(spec, "ReplicaSet", labels)
     _restart_policy_always(pod_spec)
@@ -289,9 +291,9 @@ def _replica_set(workload: Mapping[str, Any], spec: Mapping[str, Any], names: _N
                 owner,
             )
         )
-        for _ in range(replicas or 0)
+        for _ in range(replicas)
     ]
-    return Expansion(_controller("ReplicaSet", name, namespace, uid, spec), pods)
+    return Expansion(_controller("ReplicaSet", name, namespace, uid, replicas, spec), pods)
 
 
 def _deployment(workload: Mapping[str, Any], spec: Mapping[str, Any], names: _Names) -> Expansion:
@@ -403,7 +405,7 @@ def _stateful_set(workload: Mapping[str, Any], spec: Mapping[str, Any], names: _
         if policy == "OrderedReady":
             waits_for = tuple(f"{namespace}/{name}-{earlier}" for earlier in range(start, ordinal))
         created.append(CreatedPod(pod, claims, waits_for))
-    return Expansion(_controller("StatefulSet", name, namespace, uid, spec), created)
+    return Expansion(_controller("StatefulSet", name, namespace, uid, replicas, spec), created)
 
 
 def _job(workload: Mapping[str, Any], spec: Mapping[str, Any], names: _Names) -> Expansion:
