@@ -38,7 +38,7 @@ EXIT_RUNTIME = exit_codes.RUNTIME
 EXIT_USAGE = exit_codes.USAGE
 
 
-BUNDLED_EXAMPLES = ("preemption-demo", "gangs", "volumes")
+BUNDLED_EXAMPLES = ("preemption-demo", "gangs", "volumes", "workloads")
 """The scenarios shipped in the package (``examples/<name>.yaml``), for ``simulate --example``."""
 
 
@@ -224,9 +224,10 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="*",
         type=Path,
         help=(
-            "YAML or JSON files of Nodes, Pods, PDBs, PriorityClasses, Namespaces, PodGroups "
-            "and storage objects (PVs, PVCs, StorageClasses, CSINodes, CSIDrivers, "
-            "CSIStorageCapacities, VolumeAttachments)"
+            "YAML or JSON files of Nodes, Pods, PDBs, PriorityClasses, Namespaces, PodGroups, "
+            "storage objects (PVs, PVCs, StorageClasses, CSINodes, CSIDrivers, "
+            "CSIStorageCapacities, VolumeAttachments) and workloads (Deployments, ReplicaSets, "
+            "StatefulSets, Jobs: the pods their controllers create)"
         ),
     )
     simulate.add_argument(

@@ -20,7 +20,8 @@ QUANTITY_RULE = (
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 )
 SUPPORTED = (
-    "supported: PodDisruptionBudget (policy/v1), DeviceClass (resource.k8s.io/v1), "
+    "supported: Deployment (apps/v1), ReplicaSet (apps/v1), StatefulSet (apps/v1), "
+    "Job (batch/v1), PodDisruptionBudget (policy/v1), DeviceClass (resource.k8s.io/v1), "
     "ResourceClaim (resource.k8s.io/v1), ResourceClaimTemplate (resource.k8s.io/v1), "
     "ResourceSlice (resource.k8s.io/v1), PriorityClass (scheduling.k8s.io/v1), "
     "PodGroup (scheduling.x-k8s.io/v1alpha1), "
@@ -130,6 +131,21 @@ CASES = [
         "Pod default/web",
         f"unsupported apiVersion/kind apps/v1/Pod; {SUPPORTED}",
         id="unsupported-api-version",
+    ),
+    pytest.param(
+        _docs(
+            "pvc.yaml",
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": "data"},
+                "spec": {"resources": {"requests": {"storage": "-1Gi"}}},
+            },
+        ),
+        "PersistentVolumeClaim default/data",
+        'spec.resources.requests[storage]: Invalid value: "-1Gi": must be greater than or equal '
+        "to 0",
+        id="claim-negative-size",
     ),
     pytest.param(
         _docs("pod.yaml", node("n"), _bad_pod_quantity()),

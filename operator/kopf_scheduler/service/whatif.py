@@ -6,8 +6,9 @@ PersistentVolumes and claims, StorageClasses, CSINodes, CSIDrivers, CSIStorageCa
 VolumeAttachments, PodGroups when a profile enables Coscheduling, and DeviceClasses,
 ResourceSlices, ResourceClaims and ResourceClaimTemplates when one enables DynamicResources, as the
 scheduler itself lists them only then) and handed to the simulator together with the pods to add
-(and any new claims, ResourceClaims, templates or PodGroups they use); nothing is ever written to
-the cluster, so a read-only identity can run it. An identity that may not list one of these
+(and any new claims, ResourceClaims, templates or PodGroups they use; a Deployment, ReplicaSet,
+StatefulSet or Job added stands for the pods its controller would create); nothing is ever written
+to the cluster, so a read-only identity can run it. An identity that may not list one of these
 collections gets an error naming it, not a silently partial answer. Kubernetes has no such dry run
 (kubernetes #58242).
 """
@@ -74,7 +75,8 @@ def named_plugins(config: SchedulerConfig) -> set[str]:
 async def cluster_scenario(
     api: Api, added: Iterable[str | Path], plugins: Collection[str] = ()
 ) -> tuple[Scenario, list[str]]:
-    """The live cluster as a scenario, plus the added pods (pending, in file order).
+    """The live cluster as a scenario, plus the added pods (pending, in file order; a StatefulSet's
+    OrderedReady pods after the others).
 
     ``plugins`` are the enabled plugins (:func:`named_plugins`): the kinds only one plugin
     reads (PodGroups) are listed when that plugin is among them. Returns the scenario and the
@@ -159,11 +161,14 @@ async def cluster_scenario(
         if identity in known_dra:
             raise ValueError(f"--add: {identity[0]} {identity[1]} already exists in the cluster")
         scenario.dra.append(added_object)
+    scenario.controllers += extra.controllers
     keys = []
     for pod in extra.pending_pods:
-        metadata = pod.get("metadata") or {}
-        keys.append(f"{metadata.get('namespace') or 'default'}/{metadata['name']}")
+        keys.append(_namespaced_key(pod))
         scenario.pending_pods.append(pod)
+    for waiting in extra.waiting_pods:
+        keys.append(_namespaced_key(waiting.pod))
+        scenario.waiting_pods.append(waiting)
     return scenario, keys
 
 

@@ -10,11 +10,12 @@ resourceVersion is refused. The disruption controller keeps PodDisruptionBudget 
 date: each PDB keeps the set of pods it selects (pod labels never change here), so a pod change
 updates only the PDBs that select that pod. The volume controllers (``sim/volume_controllers.py``)
 bind, provision and create ephemeral claims; the resource-claim controller
-(``sim/claim_controller.py``) makes ResourceClaims from templates and releases them. The objects
-of dynamic resource allocation are kept like the storage objects, and the scheduler's writes to
-ResourceClaims follow the API server's rules (a stale update is refused, the status subresource
-changes only the status). PodGroups (scheduler-plugins' custom resource) are
-kept as the API server keeps a custom resource: stored, versioned and announced, nothing more.
+(``sim/claim_controller.py``) makes ResourceClaims from templates and releases them; a
+StatefulSet's OrderedReady pods are created one after the other (``sim/ordered_pods.py``). The
+objects of dynamic resource allocation are kept like the storage objects, and the scheduler's
+writes to ResourceClaims follow the API server's rules (a stale update is refused, the status
+subresource changes only the status). PodGroups (scheduler-plugins' custom resource) are kept as
+the API server keeps a custom resource: stored, versioned and announced, nothing more.
 
 Storage objects are never changed in place once stored (the scheduler's views keep the raw
 dictionaries they were built from): every change stores a new copy.
@@ -38,11 +39,13 @@ from kopf_scheduler.ports import ConflictError, Event, NotFoundError, PodRef, Po
 from kopf_scheduler.sim.admission import admit_priority, default_claim_class, default_pod
 from kopf_scheduler.sim.claim_controller import ResourceClaimController
 from kopf_scheduler.sim.clock import VirtualClock
+from kopf_scheduler.sim.ordered_pods import OrderedPodCreation
 from kopf_scheduler.sim.scenario import DRA_KINDS, NAMESPACED_KINDS, STORAGE_KINDS
 from kopf_scheduler.sim.volume_controllers import CLAIM, STORAGE_CLASS, VOLUME, VolumeControllers
 
 Raw = dict[str, Any]
 POD_GROUP = "PodGroup"
+POD_CONTROLLERS = ("ReplicaSet", "StatefulSet")
 RESOURCE_CLAIM = "ResourceClaim"
 Listener = Callable[[str, str, Mapping[str, Any]], None]
 """``listener(kind, event_type, raw)`` receives every change."""
@@ -70,6 +73,10 @@ class InMemoryCluster:
         self.namespaces: dict[str, Raw] = {}
         self.pod_groups: dict[str, Raw] = {}
         """PodGroups by ``namespace/name``."""
+        self.controllers: dict[str, Raw] = {}
+        """ReplicaSets and StatefulSets by ``kind namespace/name``: only stored and announced
+        (their pods come with the scenario, ``sim/workloads.py``), for the selectors default
+        topology spreading reads."""
         self.events: list[RecordedEvent] = []
         self.deleted: dict[str, Raw] = {}
         """Pods removed from the cluster, by key, as they were last seen."""
@@ -93,6 +100,7 @@ class InMemoryCluster:
         kinds)."""
         self.volume_controllers = VolumeControllers(self)
         self.claim_controller = ResourceClaimController(self)
+        self.ordered_pods = OrderedPodCreation(self)
         self._loading = False
 
     # Watching --------------------------------------------------------------------------------
@@ -135,6 +143,7 @@ class InMemoryCluster:
         """Let the controllers act on every change so far (their writes are events too)."""
         while True:
             generation = self.generation
+            self.ordered_pods.run()
             self.claim_controller.run()
             self.volume_controllers.run()
             if self.generation == generation:
@@ -184,6 +193,8 @@ class InMemoryCluster:
             self.namespaces[name] = obj
         elif kind == POD_GROUP:
             self.pod_groups[_key(kind, metadata)] = obj
+        elif kind in POD_CONTROLLERS:
+            self.controllers[f"{kind} {_key(kind, metadata)}"] = obj
         elif kind in STORAGE_KINDS:
             if kind == CLAIM:
                 default_claim_class(obj, self.storage[STORAGE_CLASS].values())
@@ -262,13 +273,46 @@ class InMemoryCluster:
         as the disruption controller does for bare pods."""
         for key in keys:
             budget = self._budgets[key]
-            desired = _desired_healthy(budget.pdb, len(budget.members))
+            desired = _desired_healthy(budget.pdb, self._expected_pods(budget))
             allowed = max(0, budget.healthy - desired)
             status = budget.raw.setdefault("status", {})
             if status.get("disruptionsAllowed") != allowed:
                 status["disruptionsAllowed"] = allowed
                 self._stamp(budget.raw)
                 self._emit("PodDisruptionBudget", MODIFIED, budget.raw)
+
+    def _expected_pods(self, budget: _Budget) -> int:
+        """The pods a PDB expects. For ``maxUnavailable`` or a percentage ``minAvailable`` the
+        disruption controller adds up the scale of the pods' controllers, so a pod its ReplicaSet
+        or StatefulSet has not created yet (or that a preemption deleted) still counts; a pod
+        without a controller the cluster holds counts itself."""
+        pdb = budget.pdb
+        by_scale = pdb.max_unavailable is not None or isinstance(pdb.min_available, str)
+        if not by_scale or not self.controllers:
+            return len(budget.members)
+        scales: dict[str, int] = {}
+        unowned = 0
+        for key in budget.members:
+            pod = self.pods.get(key)
+            controller = self._controller_of(pod) if pod is not None else None
+            if controller is None:
+                unowned += 1
+            else:
+                uid = controller["metadata"]["uid"]
+                scales[uid] = int((controller.get("spec") or {}).get("replicas", 1))
+        return unowned + sum(scales.values())
+
+    def _controller_of(self, pod: Raw) -> Raw | None:
+        metadata = pod["metadata"]
+        for owner in metadata.get("ownerReferences") or []:
+            if not isinstance(owner, Mapping) or not owner.get("controller"):
+                continue
+            key = f"{owner.get('kind')} {metadata['namespace']}/{owner.get('name')}"
+            controller = self.controllers.get(key)
+            if controller is not None and controller["metadata"].get("uid") == owner.get("uid"):
+                return controller
+            return None
+        return None
 
     # The write ports -------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ While tasks are pending, time moves only once the event loop has nothing left to
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Mapping
@@ -26,6 +27,7 @@ from kopf_scheduler.config.types import SchedulerConfig
 from kopf_scheduler.informer.handlers import EventHandlers
 from kopf_scheduler.informer.store import Store
 from kopf_scheduler.informer.watched_kinds import WATCHED_KINDS
+from kopf_scheduler.informer.workloads import WorkloadIndex
 from kopf_scheduler.queue.scheduling_queue import ACTIVE, BACKOFF, SchedulingQueue
 from kopf_scheduler.scheduler.binding_cycle import DEFAULT_MAX_BINDING_CYCLES
 from kopf_scheduler.scheduler.explain import AttemptRecord
@@ -108,6 +110,9 @@ class Simulation:
             self.store.pod_groups,
             self.store.dra,
         )
+        # The ReplicaSets and StatefulSets of a scenario's workloads give their pods the default
+        # topology spreading kube-scheduler applies.
+        workloads = WorkloadIndex()
         scheduler = build_scheduler(
             self.config,
             ports,
@@ -115,8 +120,9 @@ class Simulation:
             seed=self.seed,
             on_attempt=self._keep_attempt,
             max_binding_cycles=self.max_binding_cycles,
+            workload_selectors=workloads,
         )
-        handlers = EventHandlers(scheduler, self.store)
+        handlers = EventHandlers(scheduler, self.store, workloads)
         enabled = {
             plugin.name
             for framework in scheduler.profiles.values()
@@ -230,21 +236,32 @@ class Simulation:
                 sorted(scenario.storage, key=lambda raw: STORAGE_CREATION_ORDER[raw["kind"]]),
                 sorted(scenario.dra, key=lambda raw: DRA_CREATION_ORDER[raw["kind"]]),
                 scenario.pod_groups,
+                scenario.controllers,
                 scenario.running_pods,
                 scenario.pdbs,
             )
         )
-        default_profile = self.config.profiles[0].scheduler_name
         for pending in scenario.pending_pods:
-            spec = pending.get("spec") or {}
-            if not spec.get("schedulerName"):
-                # In a scenario, a pod that names no scheduler is meant for the one simulated.
-                pending = {**pending, "spec": {**spec, "schedulerName": default_profile}}  # noqa: PLW2901
-            created = cluster.create(pending)
-            metadata = created["metadata"]
-            self.pending_order.append(f"{metadata['namespace']}/{metadata['name']}")
+            self._arrived(cluster.create(self._for_us(pending)))
+        for waiting in scenario.waiting_pods:
+            cluster.ordered_pods.add(
+                dataclasses.replace(waiting, pod=self._for_us(waiting.pod)), self._arrived
+            )
+        cluster.run_controllers()
         await self._drive(scheduler, self.clock.now())
         return self.result()
+
+    def _for_us(self, pending: dict[str, Any]) -> dict[str, Any]:
+        """In a scenario, a pod that names no scheduler is meant for the one simulated."""
+        spec = pending.get("spec") or {}
+        if spec.get("schedulerName"):
+            return pending
+        default_profile = self.config.profiles[0].scheduler_name
+        return {**pending, "spec": {**spec, "schedulerName": default_profile}}
+
+    def _arrived(self, created: Mapping[str, Any]) -> None:
+        metadata = created["metadata"]
+        self.pending_order.append(f"{metadata['namespace']}/{metadata['name']}")
 
     def _next_leftover_flush(self, queue: SchedulingQueue, start: float) -> float:
         """The first 30 s flush tick (counted from the start) that releases an unschedulable pod."""

@@ -6,6 +6,10 @@ strictly as the API server reads objects (``config/documents.py``: no duplicate 
 numbers, bounded nesting), and what the API server would refuse is refused here too where the
 scheduler's answer depends on it, such as negative resource quantities.
 
+A scenario may hold Deployments, ReplicaSets, StatefulSets and Jobs too: each stands for the pods
+(and a StatefulSet's claims) its controller would create (``sim/workloads.py``), which arrive
+where the workload stands in the file and are checked like any other pod.
+
 A scenario may also hold one KubeSchedulerConfiguration: the profiles it is meant to run with
 (the gang example needs Coscheduling, which the default profile lacks). It is checked as
 ``--config`` checks its file, and ``simulate`` uses it unless ``--config`` is given.
@@ -46,6 +50,7 @@ from kopf_scheduler.model.storage import (
     StorageClass,
     VolumeAttachment,
 )
+from kopf_scheduler.sim.workloads import WORKLOAD_KINDS, CreatedPod, expand
 
 STORAGE_KINDS: dict[str, Callable[[Mapping[str, Any]], object]] = {
     "StorageClass": StorageClass,
@@ -88,6 +93,7 @@ NAMESPACED_KINDS = frozenset(
         "PodGroup",
         "ResourceClaim",
         "ResourceClaimTemplate",
+        *(kind for _, kind in WORKLOAD_KINDS),
     }
 )
 
@@ -109,6 +115,7 @@ SUPPORTED = {
     ("resource.k8s.io/v1", "ResourceSlice"),
     ("resource.k8s.io/v1", "ResourceClaim"),
     ("resource.k8s.io/v1", "ResourceClaimTemplate"),
+    *WORKLOAD_KINDS,
 }
 
 
@@ -137,6 +144,12 @@ class Scenario:
     dra: list[dict[str, Any]] = field(default_factory=list)
     """DeviceClasses, ResourceSlices, ResourceClaims and ResourceClaimTemplates, in document
     order; only a profile with DynamicResources reads them."""
+    controllers: list[dict[str, Any]] = field(default_factory=list)
+    """The ReplicaSets and StatefulSets that own the workloads' pods (a Deployment's is the
+    ReplicaSet it makes): their selectors spread the pods by default, as in a cluster."""
+    waiting_pods: list[CreatedPod] = field(default_factory=list)
+    """Pods of StatefulSets with OrderedReady pod management after the first: each is created
+    (with its claims) once the pods before it run (``sim/ordered_pods.py``)."""
     configuration: LoadedConfig | None = None
     """The scenario's own KubeSchedulerConfiguration (at most one document), which ``simulate``
     uses unless ``--config`` names another: a scenario that needs a profile of its own (gang
@@ -201,6 +214,7 @@ _RESOURCE_LISTS: dict[str, tuple[tuple[str, ...], ...]] = {
     ),
     "Node": (("status", "capacity"), ("status", "allocatable")),
     "PodGroup": (("spec", "minResources"),),
+    "PersistentVolumeClaim": (("spec", "resources", "requests"), ("spec", "resources", "limits")),
 }
 """Where each kind keeps resource quantities outside its containers (pods: also per container)."""
 
@@ -327,6 +341,9 @@ def load_scenario(
     seen: set[tuple[str, str]] = set()
     origins: dict[int, str] = {}
     """Which file each loaded object came from (by identity), for reference errors."""
+    arrivals: list[tuple[dict[str, Any], str]] = []
+    """Pods and workloads in document order, each with its file: workloads are expanded once
+    every pod name in the scenario is known, so a generated name takes none of them."""
     for path in paths:
         source = str(path)
         for index, document in enumerate(read_documents(path)):
@@ -349,12 +366,93 @@ def load_scenario(
                 scenario.dra.append(obj)
             elif kind == "PodGroup":
                 scenario.pod_groups.append(obj)
-            elif (obj.get("spec") or {}).get("nodeName"):
-                scenario.running_pods.append(obj)
             else:
-                scenario.pending_pods.append(obj)
+                arrivals.append((obj, source))
+    _add_pods(scenario, arrivals, seen, origins)
     _check_references(scenario, origins, frozenset(known_priority_classes))
     return scenario
+
+
+def _add_pods(
+    scenario: Scenario,
+    arrivals: Iterable[tuple[dict[str, Any], str]],
+    seen: set[tuple[str, str]],
+    origins: dict[int, str],
+) -> None:
+    """The scenario's pods and its workloads' pods, in document order."""
+    arrivals = list(arrivals)
+    taken = {
+        _key(obj)
+        for obj, _ in arrivals
+        if (obj.get("apiVersion"), obj.get("kind")) == ("v1", "Pod")
+    }
+    claims = {_key(c) for c in scenario.storage if c["kind"] == "PersistentVolumeClaim"}
+    for obj, source in arrivals:
+        if obj["kind"] == "Pod":
+            pods = [obj]
+        else:
+            pods = _expanded(obj, source, taken, claims, scenario, seen)
+            for item in scenario.waiting_pods:
+                origins.setdefault(id(item.pod), source)
+        for pod in pods:
+            origins[id(pod)] = source
+            if (pod.get("spec") or {}).get("nodeName"):
+                scenario.running_pods.append(pod)
+            else:
+                scenario.pending_pods.append(pod)
+
+
+def _expanded(
+    workload: dict[str, Any],
+    source: str,
+    taken: set[str],
+    claims: set[str],
+    scenario: Scenario,
+    seen: set[tuple[str, str]],
+) -> list[dict[str, Any]]:
+    """The pods a workload's controller creates at once (its claims go to the scenario's
+    storage); the pods created later go to ``scenario.waiting_pods``."""
+    described = _describe(workload, 0)
+    try:
+        expansion = expand(workload, taken)
+    except InvalidObjectError as error:
+        raise ScenarioError(source, described, str(error)) from None
+    if expansion.controller is not None:
+        scenario.controllers.append(expansion.controller)
+    pods = []
+    for item in expansion.pods:
+        key = _key(item.pod)
+        identity = ("Pod", f"Pod {key}")
+        if identity in seen:
+            raise ScenarioError(source, described, f"its pod {key} is defined more than once")
+        seen.add(identity)
+        taken.add(key)
+        try:
+            Pod(item.pod)
+            _check_non_negative("Pod", item.pod)
+        except InvalidObjectError as error:
+            raise ScenarioError(source, described, f"spec.template.{error}") from None
+        for index, claim in enumerate(item.claims):
+            try:
+                PersistentVolumeClaim(claim)
+                _check_non_negative("PersistentVolumeClaim", claim)
+            except InvalidObjectError as error:
+                where = f"spec.volumeClaimTemplates[{index}]"
+                raise ScenarioError(source, described, f"{where}.{error}") from None
+        if item.waits_for:
+            scenario.waiting_pods.append(item)
+            continue
+        for claim in item.claims:
+            if _key(claim) not in claims:
+                claims.add(_key(claim))
+                scenario.storage.append(claim)
+        pods.append(item.pod)
+    return pods
+
+
+def _key(obj: Mapping[str, Any]) -> str:
+    metadata = obj.get("metadata") or {}
+    return f"{metadata.get('namespace') or 'default'}/{metadata.get('name', '')}"
 
 
 def _check_references(
@@ -369,7 +467,8 @@ def _check_references(
             raise ScenarioError(
                 origins[id(pod)], name, f"spec.nodeName: node {node!r} is not defined"
             )
-    for pod in scenario.running_pods + scenario.pending_pods:
+    waiting = [item.pod for item in scenario.waiting_pods]
+    for pod in scenario.running_pods + scenario.pending_pods + waiting:
         spec = pod.get("spec") or {}
         class_name = spec.get("priorityClassName")
         if (
