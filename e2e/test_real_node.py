@@ -21,7 +21,8 @@ The chart's configuration check (a pre-install/pre-upgrade hook Job running the 
 ``config validate``) runs on the real node too: the install passes it, and an upgrade to a
 configuration only the validator refuses (a misspelt plugin) fails with the validator's line in
 helm's output, the hook's objects deleted and the Deployment, its ConfigMap and its pods as they
-were.
+were. ``helm test`` passes on the install: its pod asks for the installed scheduler, which places
+it on the real node (the pod takes the replicas' nodeSelector), where it runs to completion.
 
 The replicas get a nodeSelector for the real node (chart value, overlay patch): without it
 the upstream kube-scheduler may place them on kwok nodes, where nothing runs them (the
@@ -41,6 +42,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import subprocess
 import time
 import urllib.request
@@ -114,7 +116,8 @@ def _ready(pod: dict[str, Any]) -> bool:
 
 
 def replicas(kube: Kubectl) -> dict[str, dict[str, Any]]:
-    """The Deployment's pods that are not being deleted (not the configuration check's)."""
+    """The Deployment's pods that are not being deleted (not the pods of helm's hooks: the
+    configuration check's, the test's)."""
     pods = kube.items("pods", NAMESPACE)
     return {
         pod["metadata"]["name"]: pod
@@ -122,6 +125,7 @@ def replicas(kube: Kubectl) -> dict[str, dict[str, Any]]:
         if not pod["metadata"].get("deletionTimestamp")
         and pod["metadata"].get("labels", {}).get("app.kubernetes.io/name") == "kopf-scheduler"
         and pod["metadata"]["labels"].get("app.kubernetes.io/component") != "config-check"
+        and "helm.sh/hook" not in (pod["metadata"].get("annotations") or {})
     }
 
 
@@ -374,6 +378,25 @@ def deployment_state(kube: Kubectl) -> dict[str, Any]:
     }
 
 
+def check_helm_test(kube: Kubectl, root: Path) -> None:
+    """``helm test`` on the real install: its pod asks for the installed scheduler, which must
+    place it on the real node, where it runs to completion."""
+    helm = os.environ.get("HELM") or str(ensure_helm())
+    result = run_helm(
+        helm, kube, root, "test", "kopf-scheduler", "--namespace", NAMESPACE, "--timeout", "3m"
+    )
+    assert re.search(r"Phase:\s+Succeeded", result.stdout), result.stdout
+    scheduled = [
+        event["message"]
+        for event in kube.items("events", NAMESPACE)
+        if event.get("reason") == "Scheduled"
+        and event["involvedObject"]["name"] == "kopf-scheduler-test"
+    ]
+    assert scheduled == [f"Successfully assigned {NAMESPACE}/kopf-scheduler-test to {NODE_NAME}"], (
+        scheduled
+    )
+
+
 def check_bad_upgrade_refused(kube: Kubectl, root: Path, image: str, work: Path) -> None:
     """An upgrade to a configuration only the validator refuses fails in the pre-upgrade hook,
     with the validator's line in helm's output, and the running Deployment stays as it was."""
@@ -475,6 +498,7 @@ def test_replicas_run_lead_bind_and_hand_over(
         leader = check_replicas(kube, image, deployed.pods)
         check_opted_in_pod(kube, method)
         if method == "chart":
+            check_helm_test(kube, repo_root)
             check_bad_upgrade_refused(kube, repo_root, image, tmp_path)
         handover = check_handover(kube, method, leader, deployed.pods)
         print(

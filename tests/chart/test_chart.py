@@ -611,6 +611,19 @@ def test_helm_test_is_a_pod_for_this_scheduler() -> None:
     assert not [k for k, _ in render(DEFAULT, {"test": {"enabled": False}}) if k == "Pod"]
 
 
+def test_the_helm_test_pod_goes_where_the_schedulers_pods_may() -> None:
+    pinned = {
+        "scheduler": {
+            "nodeSelector": {"pool": "system"},
+            "tolerations": [{"key": "dedicated", "operator": "Exists"}],
+        }
+    }
+    test_pod = one(render(DEFAULT, pinned), "Pod")
+    assert test_pod["spec"]["nodeSelector"] == {"pool": "system"}
+    assert test_pod["spec"]["tolerations"] == [{"key": "dedicated", "operator": "Exists"}]
+    assert "nodeSelector" not in one(render(DEFAULT), "Pod")["spec"]
+
+
 # --- the configuration check hook ---------------------------------------------------------------
 
 
