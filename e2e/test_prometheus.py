@@ -26,8 +26,6 @@ the suite's usual configuration. The test runs only when selected with ``-m prom
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import json
 import subprocess
 import urllib.parse
@@ -39,16 +37,13 @@ from typing import Any
 
 import pytest
 import yaml
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from e2e.localcluster import spawn_logged
 from e2e.localcluster.build import ensure_prometheus
 from e2e.localcluster.listen_ports import free_port
 from e2e.support.clusters import Cluster, apply_rbac, service_account_kubeconfig
 from e2e.support.env import TestEnv
+from e2e.support.faultproxy import make_certificate
 from e2e.support.kubectl import Kubectl, nominated_node
 from e2e.support.polling import wait_until
 from e2e.support.schedulers import LocalSchedulers, SchedulerProcess
@@ -71,73 +66,6 @@ def only_when_selected(request: pytest.FixtureRequest) -> None:
     """Skip before anything starts unless ``-m prometheus`` selected this module."""
     if "prometheus" not in (request.config.option.markexpr or ""):
         pytest.skip("runs only when selected with -m prometheus (make e2e-prometheus)")
-
-
-# -- the serving certificate -------------------------------------------------------------------
-
-
-def _write_pem(path: Path, data: bytes) -> Path:
-    path.write_bytes(data)
-    return path
-
-
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-
-
-def issue_serving_cert(directory: Path) -> tuple[Path, Path, Path]:
-    """A CA and a serving certificate it signed for 127.0.0.1: (ca, cert, key) files."""
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "e2e-metrics-ca")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=1))
-        .not_valid_after(now + datetime.timedelta(hours=2))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kopf-scheduler")]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=1))
-        .not_valid_after(now + datetime.timedelta(hours=2))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    return (
-        _write_pem(directory / "ca.pem", ca.public_bytes(serialization.Encoding.PEM)),
-        _write_pem(directory / "serving.pem", cert.public_bytes(serialization.Encoding.PEM)),
-        _write_pem(directory / "serving-key.pem", _key_pem(key)),
-    )
 
 
 # -- the scheduler and Prometheus --------------------------------------------------------------
@@ -252,7 +180,8 @@ def scraped(
         pytest.skip("the scheduler runs as a local process, next to the local control plane")
     prometheus = ensure_prometheus()
     role = metrics_reader_role(apply_rbac(kube))
-    ca, cert, key = issue_serving_cert(tmp_path)
+    certificate = make_certificate(tmp_path / "pki")
+    ca, cert, key = certificate.ca, certificate.cert, certificate.key
     kubeconfig = service_account_kubeconfig(
         kube, tmp_path / "scheduler.kubeconfig", SERVICE_ACCOUNT
     )
