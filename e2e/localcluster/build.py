@@ -36,7 +36,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -350,15 +350,21 @@ def helm_binary() -> Path:
 
 def ensure_helm(log: TextIO | None = None) -> Path:
     """Build helm when it is missing and return its path."""
-    target = helm_binary()
+    return _ensure_tool(helm_binary(), "helm", _Builder.helm, log)
+
+
+def _ensure_tool(
+    target: Path, name: str, build: Callable[[_Builder, Path], None], log: TextIO | None
+) -> Path:
+    """``target`` once it exists: built with ``build`` (under the build lock) when missing."""
     if os.access(target, os.X_OK):
         return target
     if shutil.which("go") is None:
-        raise BuildError("`go` is not on PATH; it is needed to build helm")
+        raise BuildError(f"`go` is not on PATH; it is needed to build {name}")
     with _build_lock():
         if not os.access(target, os.X_OK):
             target.parent.mkdir(parents=True, exist_ok=True)
-            _Builder(log or sys.stderr).helm(target)
+            build(_Builder(log or sys.stderr), target)
     return target
 
 
@@ -368,16 +374,7 @@ def promtool_binary() -> Path:
 
 def ensure_promtool(log: TextIO | None = None) -> Path:
     """Build promtool when it is missing and return its path."""
-    target = promtool_binary()
-    if os.access(target, os.X_OK):
-        return target
-    if shutil.which("go") is None:
-        raise BuildError("`go` is not on PATH; it is needed to build promtool")
-    with _build_lock():
-        if not os.access(target, os.X_OK):
-            target.parent.mkdir(parents=True, exist_ok=True)
-            _Builder(log or sys.stderr).promtool(target)
-    return target
+    return _ensure_tool(promtool_binary(), "promtool", _Builder.promtool, log)
 
 
 def prometheus_binary() -> Path:
@@ -386,16 +383,7 @@ def prometheus_binary() -> Path:
 
 def ensure_prometheus(log: TextIO | None = None) -> Path:
     """Build the Prometheus server when it is missing and return its path."""
-    target = prometheus_binary()
-    if os.access(target, os.X_OK):
-        return target
-    if shutil.which("go") is None:
-        raise BuildError("`go` is not on PATH; it is needed to build prometheus")
-    with _build_lock():
-        if not os.access(target, os.X_OK):
-            target.parent.mkdir(parents=True, exist_ok=True)
-            _Builder(log or sys.stderr).prometheus(target)
-    return target
+    return _ensure_tool(prometheus_binary(), "prometheus", _Builder.prometheus, log)
 
 
 def kubelet_binary() -> Path:
@@ -404,13 +392,9 @@ def kubelet_binary() -> Path:
 
 def ensure_kubelet(log: TextIO | None = None) -> Path:
     """Build the kubelet (same version, module and flags as the cluster) when it is missing."""
-    target = kubelet_binary()
-    if os.access(target, os.X_OK):
-        return target
-    if shutil.which("go") is None:
-        raise BuildError("`go` is not on PATH; it is needed to build the kubelet")
-    with _build_lock():
-        if not os.access(target, os.X_OK):
-            target.parent.mkdir(parents=True, exist_ok=True)
-            _Builder(log or sys.stderr).kubernetes(target.parent, ("kubelet",))
-    return target
+    return _ensure_tool(
+        kubelet_binary(),
+        "the kubelet",
+        lambda builder, target: builder.kubernetes(target.parent, ("kubelet",)),
+        log,
+    )
