@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from tests.cli.support import environment, kopf_scheduler
 from tests.report.support import HOSTILE_NAME, HOSTILE_NODE, save_screenshot
-from tests.sim.support import SCHEDULER, node, pod, write_yaml
+from tests.sim.support import node, pod, write_yaml
+from tests.sim.test_compare import fit_config
 
 pytestmark = pytest.mark.browser
 
@@ -99,25 +99,6 @@ def test_names_in_the_simulation_page_are_text(tmp_path: Path, open_report: Any)
     assert opened.problems == []
 
 
-def _config(path: Path, strategy: str) -> Path:
-    profile = {
-        "schedulerName": SCHEDULER,
-        "pluginConfig": [
-            {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": strategy}}}
-        ],
-    }
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "kubescheduler.config.k8s.io/v1",
-                "kind": "KubeSchedulerConfiguration",
-                "profiles": [profile],
-            }
-        )
-    )
-    return path
-
-
 def test_the_comparison_page_shows_the_json_answer(tmp_path: Path, open_report: Any) -> None:
     scenario = write_yaml(
         tmp_path / "cluster.yaml",
@@ -131,8 +112,8 @@ def test_the_comparison_page_shows_the_json_answer(tmp_path: Path, open_report: 
     args = [
         str(scenario),
         "--compare-config",
-        _config(tmp_path / "spread.yaml", "LeastAllocated").name,
-        _config(tmp_path / "pack.yaml", "MostAllocated").name,
+        fit_config(tmp_path / "spread.yaml", scoringStrategy={"type": "LeastAllocated"}).name,
+        fit_config(tmp_path / "pack.yaml", scoringStrategy={"type": "MostAllocated"}).name,
     ]
     answer = json.loads(_run(tmp_path, *args, "-o", "json", code=3))
     opened = open_report(_run(tmp_path, *args, "-o", "html", code=3), "compare.html")

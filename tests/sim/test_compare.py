@@ -23,7 +23,8 @@ from tests.sim.support import SCHEDULER, node, pod, write_yaml
 Raw = dict[str, Any]
 
 
-def _config(path: Path, **node_resources_fit: Any) -> Path:
+def fit_config(path: Path, **node_resources_fit: Any) -> Path:
+    """A one-profile configuration file with these NodeResourcesFit args (none: defaults)."""
     profile: Raw = {"schedulerName": SCHEDULER}
     if node_resources_fit:
         profile["pluginConfig"] = [{"name": "NodeResourcesFit", "args": node_resources_fit}]
@@ -54,8 +55,8 @@ def _scenario(tmp_path: Path) -> Path:
 def test_a_scoring_change_that_moves_a_pod_is_reported_with_exit_3(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    spread = _config(tmp_path / "spread.yaml")
-    pack = _config(tmp_path / "pack.yaml", scoringStrategy={"type": "MostAllocated"})
+    spread = fit_config(tmp_path / "spread.yaml")
+    pack = fit_config(tmp_path / "pack.yaml", scoringStrategy={"type": "MostAllocated"})
     code = main(
         [
             "simulate",
@@ -87,8 +88,8 @@ def test_a_scoring_change_that_moves_a_pod_is_reported_with_exit_3(
 
 
 def test_the_same_decisions_exit_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    spread = _config(tmp_path / "spread.yaml")
-    again = _config(tmp_path / "again.yaml", scoringStrategy={"type": "LeastAllocated"})
+    spread = fit_config(tmp_path / "spread.yaml")
+    again = fit_config(tmp_path / "again.yaml", scoringStrategy={"type": "LeastAllocated"})
     code = main(["simulate", str(_scenario(tmp_path)), "--compare-config", str(spread), str(again)])
     out = capsys.readouterr().out
     assert code == 0
@@ -107,7 +108,7 @@ def test_an_eviction_under_one_configuration_only_is_a_change(
             pod("high", cpu="2", priority=100),
         ],
     )
-    with_preemption = _config(tmp_path / "on.yaml")
+    with_preemption = fit_config(tmp_path / "on.yaml")
     without = tmp_path / "off.yaml"
     without.write_text(
         yaml.safe_dump(
@@ -140,7 +141,7 @@ def test_an_eviction_under_one_configuration_only_is_a_change(
 
 
 def test_compare_config_refuses_a_single_config_too(tmp_path: Path) -> None:
-    config = _config(tmp_path / "a.yaml")
+    config = fit_config(tmp_path / "a.yaml")
     outcome = kopf_scheduler(
         "simulate",
         str(_scenario(tmp_path)),
@@ -173,8 +174,8 @@ def test_the_live_cluster_with_added_pods_is_compared_after_listing_only(
     monkeypatch.setattr("kopf_scheduler.k8s.client.make_api", make_api)
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", "https://127.0.0.1:1")
     added = write_yaml(tmp_path / "new.yaml", [pod("new", cpu="1", memory="1Gi")])
-    spread = _config(tmp_path / "spread.yaml")
-    pack = _config(tmp_path / "pack.yaml", scoringStrategy={"type": "MostAllocated"})
+    spread = fit_config(tmp_path / "spread.yaml")
+    pack = fit_config(tmp_path / "pack.yaml", scoringStrategy={"type": "MostAllocated"})
     code = main(
         [
             "simulate",
