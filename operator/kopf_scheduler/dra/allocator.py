@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Hashable, Mapping, Sequence, Set
+from collections.abc import Callable, Container, Hashable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -138,7 +138,9 @@ class Allocator:
         metadata = node.get("metadata") or {}
         node_name = str(metadata.get("name") or "")
         view = self._inventory.node_view(node_name, metadata.get("labels") or {})
-        in_use = self._allocated if not also_taken else self._allocated | also_taken
+        in_use: Container[DeviceID] = (
+            _Either(self._allocated, also_taken) if also_taken else self._allocated
+        )
         key = None
         if self._memo is not None and view.versions is not None:
             taken = tuple(map(in_use.__contains__, view.device_ids))
@@ -258,6 +260,19 @@ class Allocator:
                 self._selectors.remember_input(device_key, inputs)
         self._inputs[local_key] = inputs
         return inputs
+
+
+class _Either(Container[DeviceID]):
+    """Devices in use by either of two sets, without building their union on every call."""
+
+    __slots__ = ("_first", "_second")
+
+    def __init__(self, first: Set[DeviceID], second: Set[DeviceID]) -> None:
+        self._first = first
+        self._second = second
+
+    def __contains__(self, device: object) -> bool:
+        return device in self._first or device in self._second
 
 
 class _CompileError(Exception):
@@ -437,7 +452,7 @@ class _Search:
         node_name: str,
         pools: list[Pool],
         claims: list[ResourceClaim],
-        taken: Set[DeviceID],
+        taken: Container[DeviceID],
     ) -> None:
         self.owner = owner
         self.node_name = node_name
