@@ -6,6 +6,7 @@
     python -m bench inprocess-one S2@0.2 --out result.json   # one scenario, this process
     python -m bench memory S2        # what the scheduler's memory holds after S2 in process
     python -m bench revisions c6128a8,HEAD --inprocess S2 --e2e S1   # commits in turn
+    python -m bench capacity         # `kopf-scheduler capacity` on 5000 nodes, 50,000 pods
 
 Each in-process scenario runs in its own subprocess, so its peak RSS is its own. The
 end-to-end runs share one local cluster in ``LOCALCLUSTER_DIR`` (default ``/tmp/lc-bench``),
@@ -349,10 +350,29 @@ def main(argv: list[str] | None = None) -> int:
     revisions.add_argument("--qps", default="50/100", help="qps/burst of the end-to-end runs")
     revisions.add_argument("--rounds", type=int, default=2, help="rounds of all revisions")
     revisions.add_argument("--out", type=Path, help="also write the raw results to this file")
+    capacity_timing = sub.add_parser(
+        "capacity", help="time `kopf-scheduler capacity` on a large generated snapshot"
+    )
+    capacity_timing.add_argument("--nodes", type=int, default=5000, help="default 5000")
+    capacity_timing.add_argument("--pods", type=int, default=50_000, help="default 50000")
+    capacity_timing.add_argument("--rounds", type=int, default=3, help="runs (default 3)")
     args = parser.parse_args(argv)
 
     if args.command == "revisions":
         return _compare_revisions(parser, args)
+
+    if args.command == "capacity":
+        from bench import capacity
+
+        if min(args.nodes, args.pods + 1, args.rounds) < 1:
+            parser.error("--nodes and --rounds must be at least 1, --pods at least 0")
+        try:
+            timings = capacity.run(args.nodes, args.pods, args.rounds)
+        except (ValueError, RuntimeError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+        print(capacity.render(args.nodes, args.pods, timings))
+        return 0
 
     if args.command == "image":
         from bench.image import measure, render_figures

@@ -60,8 +60,12 @@ What is not:
   extension's ``find``/``findAll``, ``url``, ``ip``, ``cidr``, ``format``) are not declared: a
   selector using them does not compile (``undeclared reference``);
 - the runtime cost limit (``CELSelectorExpressionMaxCost``, 1,000,000) is not enforced: the C++
-  runtime exposes no cost tracking. A device has at most 32 attributes and capacities of bounded
-  size, so only deliberately quadratic literal lists come near it.
+  runtime exposes no cost tracking. For every claim and DeviceClass that reached the API server
+  the limit cannot be hit anyway: the API server's validation estimates each selector's worst-case
+  cost under the API's size limits (at most 32 attributes and capacities per device, bounded
+  strings) and refuses one above the same limit ("too complex, exceeds cost limit"), and the
+  runtime cost never exceeds that estimate. Only selectors in ``simulate`` scenario files, which
+  no API server validated, could run past it here.
 
 Programs are compiled once per expression text and kept in a bounded LRU cache
 (:class:`SelectorCache`, one per process), as upstream's ``cel.Cache``; failed compilations are
