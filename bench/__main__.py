@@ -207,7 +207,7 @@ def run_profile(
     schedulers: tuple[str, ...] = SCHEDULERS,
 ) -> dict[str, Any]:
     started = time.monotonic()
-    partial = report.RESULTS_DIR / f"partial-{profile}.json"
+    partial = report.RESULTS_DIR / f"{chart.PARTIAL}{profile}.json"
 
     def checkpoint() -> None:
         # Everything measured so far, in case a long profile is interrupted.

@@ -3,7 +3,8 @@
 Only the end-to-end pairs have a ratio (in process there is no kube-scheduler to run beside
 ours). For each scenario, at each client QPS/burst, the chart takes the newest pair in
 ``bench/results/`` that measured it, so a scenario last run two days ago still shows, with its
-date in the label; the SVG's description names the file behind every group.
+date in the label; the SVG's description names the file behind every group. The checkpoint of
+an unfinished run is left out.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from bench.report import REPO, RESULTS_DIR
 from bench.scenarios import SCENARIOS
 
 OUT = REPO / "docs" / "images" / "bench-ratios.svg"
+PARTIAL = "partial-"
+"""The checkpoint of a run still going or interrupted (``partial-<profile>.json``): not drawn."""
 
 FIGURES = (
     ("throughput_average", "pods/s avg"),
@@ -57,6 +60,8 @@ def latest_pairs(results_dir: Path) -> list[Pair]:
     """The newest pair with ratios of every (scenario, QPS, burst) in the results files."""
     newest: dict[tuple[str, float, int], Pair] = {}
     for path in sorted(results_dir.glob("*.json")):
+        if path.name.startswith(PARTIAL):
+            continue
         results = _load(path)
         date = results.get("date")
         if not isinstance(date, str):

@@ -70,6 +70,8 @@ def test_the_newest_pair_of_each_scenario_and_setting(tmp_path: Path) -> None:
         tmp_path, "broken", "2026-11-28 01:00 UTC", [pair("S4", 5000, 5000, 9.0, error="boom")]
     )
     results_file(tmp_path, "revisions", None, [])  # a comparison of revisions: no date, no pairs
+    # the checkpoint of a run still going
+    results_file(tmp_path, "partial-quick", "2026-11-28 02:00 UTC", [pair("S1", 50, 100, 7.0)])
     out = tmp_path / "images" / "ratios.svg"
 
     chart.write(tmp_path, out)
@@ -97,6 +99,7 @@ def test_the_newest_pair_of_each_scenario_and_setting(tmp_path: Path) -> None:
     description = root.findtext(f"{SVG}desc") or ""
     assert "new.json: S1 5000/5000, S1 50/100; s4.json: S4 5000/5000." in description
     assert "old.json" not in description and "broken.json" not in description
+    assert "partial" not in description
 
 
 def test_a_scenario_label_is_escaped(tmp_path: Path) -> None:
