@@ -21,16 +21,16 @@ test: $(STAMP)
 
 ## ruff, mypy --strict and the import-linter layer contracts.
 lint: $(STAMP)
-	$(VENV)/bin/ruff check operator tests e2e bench differential examples
-	$(VENV)/bin/ruff format --check operator tests e2e bench differential examples
+	$(VENV)/bin/ruff check operator tests e2e bench differential doccharts examples
+	$(VENV)/bin/ruff format --check operator tests e2e bench differential doccharts examples
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mypy examples/plugins/*/*.py
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/hadolint Dockerfile
 
 format: $(STAMP)
-	$(VENV)/bin/ruff format operator tests e2e bench differential examples
-	$(VENV)/bin/ruff check --fix operator tests e2e bench differential examples
+	$(VENV)/bin/ruff format operator tests e2e bench differential doccharts examples
+	$(VENV)/bin/ruff check --fix operator tests e2e bench differential doccharts examples
 
 ## The bundled preemption demo on the in-memory cluster, with explanations.
 demo: $(STAMP)

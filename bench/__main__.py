@@ -7,6 +7,7 @@
     python -m bench memory S2        # what the scheduler's memory holds after S2 in process
     python -m bench revisions c6128a8,HEAD --inprocess S2 --e2e S1   # commits in turn
     python -m bench capacity         # `kopf-scheduler capacity` on 5000 nodes, 50,000 pods
+    python -m bench chart            # docs/images/bench-ratios.svg from bench/results/
 
 Each in-process scenario runs in its own subprocess, so its peak RSS is its own. The
 end-to-end runs share one local cluster in ``LOCALCLUSTER_DIR`` (default ``/tmp/lc-bench``),
@@ -29,7 +30,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import report
+from doccharts.bars import ChartError
+
+from bench import chart, report
 from bench.scenarios import scenario
 
 REPO = Path(__file__).resolve().parent.parent
@@ -205,7 +208,7 @@ def run_profile(
     schedulers: tuple[str, ...] = SCHEDULERS,
 ) -> dict[str, Any]:
     started = time.monotonic()
-    partial = report.RESULTS_DIR / f"partial-{profile}.json"
+    partial = report.RESULTS_DIR / f"{chart.PARTIAL}{profile}.json"
 
     def checkpoint() -> None:
         # Everything measured so far, in case a long profile is interrupted.
@@ -241,10 +244,22 @@ def run_profile(
         partial.unlink(missing_ok=True)
         report.update_doc(report.render(results))
         say(f"results in {path.relative_to(REPO)} and docs/benchmarks.md")
+        _draw_chart(report.RESULTS_DIR, chart.OUT)
     if out is not None:
         out.write_text(json.dumps(results, indent=1))
         say(f"results in {out}")
     return results
+
+
+def _draw_chart(results_dir: Path, out: Path) -> bool:
+    """The ratio chart of docs/benchmarks.md drawn again; False (and why) when it cannot be."""
+    try:
+        path = chart.write(results_dir, out)
+    except ChartError as error:
+        print(f"bench: chart: {error}", file=sys.stderr)
+        return False
+    say(f"chart of the ratios in {path}")
+    return True
 
 
 def _scaled(specs: list[str], ratio: float) -> list[str]:
@@ -341,6 +356,11 @@ def main(argv: list[str] | None = None) -> int:
     image = sub.add_parser("image", help="the container image's size and idle/busy memory")
     image.add_argument("--nodes", type=int, default=100, help="kwok nodes (default 100)")
     image.add_argument("--pods", type=int, default=500, help="pods to bind (default 500)")
+    draw = sub.add_parser(
+        "chart", help="draw the ratios ours/upstream of the newest end-to-end pairs as SVG"
+    )
+    draw.add_argument("--results", type=Path, default=report.RESULTS_DIR, help="results files")
+    draw.add_argument("--out", type=Path, default=chart.OUT, help="the SVG file to write")
     revisions = sub.add_parser(
         "revisions", help="kopf-scheduler at several commits, in turn, on one machine"
     )
@@ -357,6 +377,9 @@ def main(argv: list[str] | None = None) -> int:
     capacity_timing.add_argument("--pods", type=int, default=50_000, help="default 50000")
     capacity_timing.add_argument("--rounds", type=int, default=3, help="runs (default 3)")
     args = parser.parse_args(argv)
+
+    if args.command == "chart":
+        return 0 if _draw_chart(args.results, args.out) else 2
 
     if args.command == "revisions":
         return _compare_revisions(parser, args)

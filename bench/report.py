@@ -165,6 +165,9 @@ DOC_HEADER = """# Benchmarks
 kopf-scheduler beside the upstream kube-scheduler, in the scenarios of the project's performance
 notes (scheduler_perf shapes). Runs are appended by `make bench` (quick) and `make bench-full`;
 raw results are in `bench/results/`.
+
+![The ratios kopf-scheduler / kube-scheduler of the newest end-to-end pair of each scenario]\
+(images/bench-ratios.svg)
 """
 
 

@@ -7,8 +7,10 @@ on the local control plane for one scheduler at a time and records what the API 
 whose names and UIDs no longer depend on the run; :mod:`differential.compare` sets ours beside
 upstream's and, when they differ, beside upstream's reruns, so that upstream's own
 nondeterminism is told apart from a true divergence. :mod:`differential.campaign` runs seeds and
-saved cases (:mod:`differential.cases`), :mod:`differential.report` writes ``docs/fidelity.md``
-and :mod:`differential.reduce` shrinks a divergent scenario to a case worth keeping.
+saved cases (:mod:`differential.cases`), :mod:`differential.report` writes ``docs/fidelity.md``,
+:mod:`differential.chart` draws its per-aspect chart from the campaigns
+:mod:`differential.history` reads back from the file and its versions in git, and
+:mod:`differential.reduce` shrinks a divergent scenario to a case worth keeping.
 
 ``python -m differential --help`` lists the commands.
 """

@@ -21,9 +21,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypedDict
 
+from doccharts.bars import ChartError
 from e2e.localcluster.versions import cache_root
 
 from . import cases as saved
+from . import chart
 from .campaign import (
     DEFAULT_OURS_RUNS,
     DEFAULT_UPSTREAM_RUNS,
@@ -139,6 +141,25 @@ def _write_report(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render(results, info))
     _say(f"report written to {path}")
+    _draw_chart(path, None)
+
+
+def _draw_chart(report: Path, out: Path | None) -> bool:
+    """The report's per-aspect chart drawn again; False (and why) when it cannot be."""
+    try:
+        written = chart.write(report, out)
+    except ChartError as error:
+        print(f"differential: chart: {error}", file=sys.stderr)
+        return False
+    _say(f"chart written to {written}")
+    return True
+
+
+def cmd_chart(args: argparse.Namespace) -> int:
+    report = Path(args.report)
+    if not report.is_file():
+        raise UsageError(f"--report {args.report}: no such file")
+    return 0 if _draw_chart(report, Path(args.out) if args.out else None) else 2
 
 
 def _outcome_code(results: Sequence[ScenarioResult]) -> int:
@@ -324,6 +345,17 @@ def parser() -> argparse.ArgumentParser:
     report.add_argument("--upstream-runs", type=int, default=DEFAULT_UPSTREAM_RUNS)
     report.add_argument("--ours-runs", type=int, default=DEFAULT_OURS_RUNS)
     report.set_defaults(handler=cmd_report)
+
+    draw = commands.add_parser(
+        "chart",
+        help="draw the report's per-aspect fidelity, campaign by campaign, as SVG "
+        "(from the report and its versions in git)",
+    )
+    draw.add_argument("--report", default="docs/fidelity.md")
+    draw.add_argument(
+        "--out", help=f"the SVG file to write (default: {chart.IMAGE} beside the report)"
+    )
+    draw.set_defaults(handler=cmd_chart)
 
     cases = commands.add_parser("cases", help="hold ours to the saved cases")
     cases.add_argument("files", nargs="*", help="case files (default: differential/cases/*.yaml)")

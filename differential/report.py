@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .campaign import ScenarioResult
+from .chart import IMAGE
 from .compare import AspectResult, Verdict
 from .normalise import ASPECTS
 from .scenario import dump
@@ -65,6 +66,13 @@ Profiles: `mixed` (every filter and score, volumes included) and `preemption` (f
 bursts of high-priority pods, PDBs, ReadWriteOncePod claims).
 """
 
+CHART = f"""\
+The identical column as a share of the scenarios, for this campaign and the ones this file \
+recorded before it (its versions in git; `python -m differential chart` draws it again):
+
+![Per aspect, the per cent of scenarios identical to kube-scheduler, campaign by campaign]\
+({IMAGE.as_posix()})"""
+
 RERUN = """\
 ## Running it
 
@@ -74,6 +82,7 @@ make differential-ci                    # the saved cases and a few seeds, for C
 .venv/bin/python -m differential show preemption-7     # a scenario as YAML
 .venv/bin/python -m differential run preemption-7      # one scenario, the comparison printed
 .venv/bin/python -m differential reduce preemption-7 --aspect events --out differential/cases/x.yaml
+.venv/bin/python -m differential chart                 # images/fidelity-aspects.svg again
 ```
 
 The suite starts a control plane of its own without any other node (`DIFFERENTIAL_CLUSTER_DIR`,
@@ -193,6 +202,7 @@ def render(results: Sequence[ScenarioResult], info: CampaignInfo) -> str:
         for result in played:
             per_aspect[result.comparison.aspects[aspect].verdict] += 1
         lines.append(f"| {aspect} | " + " | ".join(str(n) for n in per_aspect.values()) + " |")
+    lines += ["", CHART]
     for verdict, title in _SECTIONS:
         lines += ["", f"## {title}", ""]
         if not by_verdict[verdict]:
