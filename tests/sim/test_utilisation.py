@@ -1,16 +1,22 @@
 """Node utilisation in ``simulate``'s report: the JSON's ``utilisation`` section (each node's
 requests against its allocatable at the start of the run and at its end, and the cluster's
-total) and the page's table, which must show the JSON's numbers and nothing of its own."""
+total) and the page's table, which must show the JSON's numbers and nothing of its own; and
+``--compare-config``'s, which shows both runs' utilisation at their end side by side."""
 
 from __future__ import annotations
 
 import html
+import json
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from kopf_scheduler.cli import main
 from kopf_scheduler.sim.simulate_html import render_simulation_html
-from tests.sim.support import node, pod, report, simulate_docs
+from tests.sim.support import node, pod, report, simulate_docs, write_yaml
+from tests.sim.test_compare import fit_config
 
 Raw = dict[str, Any]
 GPU = "example.com/gpu"
@@ -164,3 +170,41 @@ def test_node_names_in_the_table_are_text(tmp_path: Path) -> None:
     assert "<img" not in page
     assert list(_table(page).rows) == [hostile, "total"]
     assert f'data-node="{html.escape(hostile)}"' in page
+
+
+def test_a_comparison_shows_both_runs_utilisation_at_the_end(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = write_yaml(
+        tmp_path / "cluster.yaml",
+        [
+            node("n1", cpu="4", memory="8Gi"),
+            node("n2", cpu="4", memory="8Gi"),
+            pod("busy", cpu="2", memory="2Gi", node_name="n1"),
+            pod("new", cpu="1", memory="1Gi"),
+        ],
+    )
+    spread = fit_config(tmp_path / "spread.yaml")
+    pack = fit_config(tmp_path / "pack.yaml", scoringStrategy={"type": "MostAllocated"})
+    args = ["simulate", str(scenario), "--compare-config", str(spread), str(pack)]
+    assert main([*args, "-o", "json"]) == 3
+    answer = json.loads(capsys.readouterr().out)["utilisation"]
+    assert main([*args, "-o", "html"]) == 3
+    table = _table(capsys.readouterr().out)
+    # Spreading puts the new pod on n2, packing on n1; both start from busy on n1.
+    ends = {
+        side: {entry["node"]: entry["after"]["cpu"] for entry in answer[side]["nodes"]}
+        for side in ("a", "b")
+    }
+    assert ends == {"a": {"n1": 2000, "n2": 1000}, "b": {"n1": 3000, "n2": 0}}
+    assert table.rows == {
+        entry_a["node"]: {
+            resource: (entry_a["after"][resource], entry_b["after"][resource], offered)
+            for resource, offered in entry_a["allocatable"].items()
+        }
+        for entry_a, entry_b in zip(
+            [*answer["a"]["nodes"], {"node": "total", **answer["a"]["total"]}],
+            [*answer["b"]["nodes"], {"node": "total", **answer["b"]["total"]}],
+            strict=True,
+        )
+    }

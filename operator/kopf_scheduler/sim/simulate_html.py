@@ -223,7 +223,9 @@ def render_simulation_html(report: Mapping[str, Any]) -> str:
         element("p", text(f"warning: {warning}")) for warning in report.get("warnings") or []
     )
     body += _pods(report["pods"])
-    body += utilisation_table(report["utilisation"], before="at the start", after="at the end")
+    body += utilisation_table(
+        report["utilisation"], heading="Node utilisation", before="at the start", after="at the end"
+    )
     body += _preemptions(report["preemptions"])
     body += _gangs(report.get("podGroups") or [])
     body += _matrices(report.get("attempts") or [])

@@ -3,7 +3,8 @@
 ``capacity``'s matrix shows a node's CPU and memory before the first copy and after the last;
 ``simulate``'s page has a table of its own, drawn from the report's ``utilisation`` section (the
 JSON's, see sim/report.py): a row per node, a column per resource, the cluster's total in the
-footer. Both draw each amount with :func:`usage_cell`. Its bar is grey up to the share requested
+footer; ``--compare-config``'s page has the same table for the end of both runs, A → B. All
+draw each amount with :func:`usage_cell`. Its bar is grey up to the share requested
 before and blue up to the share after; the narrower of the two is drawn on top, so a node that
 lost pods (evicted) shows the blue "after" inside the grey "before", and one that gained shows
 the grey inside the blue. The cell sorts by the share after; its ``data-before``,
@@ -28,6 +29,13 @@ def _share(used: int, offered: int) -> float:
     return min(100.0, 100.0 * used / offered)
 
 
+def _sort_key(share: float) -> str:
+    """The share to one decimal, written as the page's script writes the number back (``75``,
+    not ``75.0``), which is how it knows to compare the cells as numbers."""
+    rounded = round(share, 1)
+    return str(int(rounded)) if rounded.is_integer() else str(rounded)
+
+
 def usage_cell(resource: str, before: int, after: int, offered: int) -> Markup:
     """One resource of one node (or of the cluster): requested before → after, of ``offered``."""
     if not (offered or before or after):
@@ -40,7 +48,7 @@ def usage_cell(resource: str, before: int, after: int, offered: int) -> Markup:
             element("span", class_=kind, style=f"width: {share:.1f}%") for kind, share in spans
         ),
         class_="bar",
-        title=f"{share_before:.0f}% before, {share_after:.0f}% after",
+        title=f"{share_before:.0f}% → {share_after:.0f}%",
     )
     label = text(
         f"{format_amount(resource, before)} → {format_amount(resource, after)} "
@@ -49,7 +57,7 @@ def usage_cell(resource: str, before: int, after: int, offered: int) -> Markup:
     return element(
         "td",
         label + bar,
-        data_sort=f"{share_after:.1f}",
+        data_sort=_sort_key(share_after),
         data_resource=resource,
         data_before=str(before),
         data_after=str(after),
@@ -69,9 +77,11 @@ def _cells(entry: Mapping[str, Any], resources: list[str]) -> Markup:
     )
 
 
-def utilisation_table(section: Mapping[str, Any], *, before: str, after: str) -> Markup:
-    """The report's ``utilisation`` section as a table; ``before`` and ``after`` say when the
-    two amounts were taken, for the explanation above it."""
+def utilisation_table(
+    section: Mapping[str, Any], *, heading: str, before: str, after: str
+) -> Markup:
+    """A ``utilisation`` section of the JSON as a table under ``heading``; ``before`` and
+    ``after`` say when (or under what) the two amounts were taken, for the words above it."""
     resources = list(section["total"]["allocatable"])
     rows = [
         element(
@@ -97,7 +107,7 @@ def utilisation_table(section: Mapping[str, Any], *, before: str, after: str) ->
         class_="muted",
     )
     return (
-        element("h2", text("Node utilisation"))
+        element("h2", text(heading))
         + intro
         + sortable_table("utilisation", heads, rows, filter_label="Filter nodes:", footer=total)
     )
