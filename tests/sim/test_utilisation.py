@@ -1,7 +1,8 @@
 """Node utilisation in ``simulate``'s report: the JSON's ``utilisation`` section (each node's
 requests against its allocatable at the start of the run and at its end, and the cluster's
 total) and the page's table, which must show the JSON's numbers and nothing of its own; and
-``--compare-config``'s, which shows both runs' utilisation at their end side by side."""
+``--compare-config``'s, which shows both runs' utilisation at their end side by side. DRA
+devices count per node as the node-local pools' devices that allocated claims hold."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from kopf_scheduler.cli import main
+from kopf_scheduler.cli import bundled_example, main
 from kopf_scheduler.sim.simulate_html import render_simulation_html
-from tests.sim.support import node, pod, report, simulate_docs, write_yaml
+from kopf_scheduler.sim.utilisation import node_utilisation
+from tests.sim.support import node, pod, report, simulate, simulate_docs, write_yaml
 from tests.sim.test_compare import fit_config
 
 Raw = dict[str, Any]
@@ -208,3 +210,62 @@ def test_a_comparison_shows_both_runs_utilisation_at_the_end(
             strict=True,
         )
     }
+
+
+def _slice(name: str, pool: str, devices: list[str], generation: int = 1, **where: Any) -> Raw:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": name},
+        "spec": {
+            "driver": "gpu.example.com",
+            "pool": {"name": pool, "generation": generation, "resourceSliceCount": 1},
+            "devices": [{"name": device} for device in devices],
+            **where,
+        },
+    }
+
+
+def _claim(name: str, pool: str, devices: list[str]) -> Raw:
+    results = [
+        {"request": "gpu", "driver": "gpu.example.com", "pool": pool, "device": device}
+        for device in devices
+    ]
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "default"},
+        "status": {"allocation": {"devices": {"results": results}}},
+    }
+
+
+def test_a_nodes_devices_are_those_of_its_pools_newest_generation() -> None:
+    nodes = {name: node(name) for name in ("a", "b")}
+    slices = [
+        _slice("a-old", "a", ["gpu-0", "gpu-1", "gpu-2"], generation=1, nodeName="a"),
+        _slice("a-new", "a", ["gpu-0", "gpu-1"], generation=2, nodeName="a"),
+        _slice("b", "b", ["gpu-0"], nodeName="b"),
+        # Shared by every node: no one node's devices.
+        _slice("shared", "fabric", ["gpu-0", "gpu-1"], allNodes=True),
+    ]
+    claims = [_claim("on-a", "a", ["gpu-1"]), _claim("on-fabric", "fabric", ["gpu-0"])]
+    found = node_utilisation(nodes, [], slices, claims)
+    devices = "devices/gpu.example.com"
+    assert (found["a"].requested[devices], found["a"].allocatable[devices]) == (1, 2)
+    assert (found["b"].requested[devices], found["b"].allocatable[devices]) == (0, 1)
+
+
+def test_the_devices_example_ends_with_every_gpu_in_use() -> None:
+    # The example's own account: node-a and node-b publish two GPUs each; trainer takes both of
+    # node-a's, notebook node-b's h100, the viewers' shared claim node-b's a100.
+    rep = report(simulate([bundled_example("devices")]))
+    devices = "devices/gpu.example.com"
+    section = rep["utilisation"]
+    assert {
+        entry["node"]: (entry["before"][devices], entry["after"][devices])
+        for entry in section["nodes"]
+    } == {"node-a": (0, 2), "node-b": (0, 2)}
+    assert section["total"]["allocatable"][devices] == 4
+    page = render_simulation_html(rep)
+    assert _table(page).labels["total"][devices] == "0 → 4 of 4"
+    assert "gpu.example.com devices" in page

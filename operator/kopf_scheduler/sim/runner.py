@@ -218,7 +218,13 @@ class Simulation:
         await self._drive(scheduler, self.clock.now())
 
     def _utilisation(self) -> dict[str, Utilisation]:
-        return node_utilisation(self.cluster.nodes, self.cluster.pods.values())
+        cluster = self.cluster
+        return node_utilisation(
+            cluster.nodes,
+            cluster.pods.values(),
+            cluster.objects("ResourceSlice").values(),
+            cluster.objects("ResourceClaim").values(),
+        )
 
     def result(self) -> SimulationResult:
         assert self.scheduler is not None

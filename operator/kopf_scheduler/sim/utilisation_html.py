@@ -19,8 +19,15 @@ from typing import Any
 from kopf_scheduler.model.resources import CPU, MEMORY, PODS
 from kopf_scheduler.sim.amounts import format_amount
 from kopf_scheduler.sim.html_page import Markup, element, sortable_table, text
+from kopf_scheduler.sim.utilisation import DEVICES
 
 _HEADS = {CPU: "CPU", MEMORY: "Memory", PODS: "Pods"}
+
+
+def _head(resource: str) -> str:
+    if resource.startswith(DEVICES):
+        return f"{resource.removeprefix(DEVICES)} devices"
+    return _HEADS.get(resource, resource)
 
 
 def _share(used: int, offered: int) -> float:
@@ -97,7 +104,7 @@ def utilisation_table(
         element("td", text(f"Cluster ({len(rows)} nodes)")) + _cells(section["total"], resources),
         id="utilisation-total",
     )
-    heads = [text("Node"), *(text(_HEADS.get(resource, resource)) for resource in resources)]
+    heads = [text("Node"), *(text(_head(resource)) for resource in resources)]
     intro = element(
         "p",
         text(
