@@ -16,7 +16,7 @@ import pytest
 from tests.cli.support import environment, kopf_scheduler
 from tests.report.support import HOSTILE_NAME, HOSTILE_NODE, save_screenshot
 from tests.sim.support import node, pod, write_yaml
-from tests.sim.test_compare import fit_config
+from tests.sim.test_compare import fit_config, two_nodes_one_busy
 
 pytestmark = pytest.mark.browser
 
@@ -134,15 +134,7 @@ def test_names_in_the_simulation_page_are_text(tmp_path: Path, open_report: Any)
 
 
 def test_the_comparison_page_shows_the_json_answer(tmp_path: Path, open_report: Any) -> None:
-    scenario = write_yaml(
-        tmp_path / "cluster.yaml",
-        [
-            node("n1", cpu="4", memory="8Gi"),
-            node("n2", cpu="4", memory="8Gi"),
-            pod("busy", cpu="2", memory="2Gi", node_name="n1"),
-            pod("new", cpu="1", memory="1Gi"),
-        ],
-    )
+    scenario = two_nodes_one_busy(tmp_path)
     args = [
         str(scenario),
         "--compare-config",

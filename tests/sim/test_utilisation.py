@@ -17,8 +17,8 @@ import pytest
 from kopf_scheduler.cli import bundled_example, main
 from kopf_scheduler.sim.simulate_html import render_simulation_html
 from kopf_scheduler.sim.utilisation import node_utilisation
-from tests.sim.support import node, pod, report, simulate, simulate_docs, write_yaml
-from tests.sim.test_compare import fit_config
+from tests.sim.support import node, pod, report, simulate, simulate_docs
+from tests.sim.test_compare import fit_config, two_nodes_one_busy
 
 Raw = dict[str, Any]
 GPU = "example.com/gpu"
@@ -177,15 +177,7 @@ def test_node_names_in_the_table_are_text(tmp_path: Path) -> None:
 def test_a_comparison_shows_both_runs_utilisation_at_the_end(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    scenario = write_yaml(
-        tmp_path / "cluster.yaml",
-        [
-            node("n1", cpu="4", memory="8Gi"),
-            node("n2", cpu="4", memory="8Gi"),
-            pod("busy", cpu="2", memory="2Gi", node_name="n1"),
-            pod("new", cpu="1", memory="1Gi"),
-        ],
-    )
+    scenario = two_nodes_one_busy(tmp_path)
     spread = fit_config(tmp_path / "spread.yaml")
     pack = fit_config(tmp_path / "pack.yaml", scoringStrategy={"type": "MostAllocated"})
     args = ["simulate", str(scenario), "--compare-config", str(spread), str(pack)]
