@@ -40,11 +40,6 @@ class Utilisation:
     requested: dict[str, int]
     allocatable: dict[str, int]
 
-    def share(self, resource: str) -> float:
-        """The percentage of the allocatable amount requested (0 when none is offered)."""
-        offered = self.allocatable.get(resource, 0)
-        return 100.0 * self.requested.get(resource, 0) / offered if offered else 0.0
-
 
 def node_utilisation(
     nodes: Mapping[str, Mapping[str, Any]],

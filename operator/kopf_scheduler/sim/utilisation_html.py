@@ -4,11 +4,11 @@
 ``simulate``'s page has a table of its own, drawn from the report's ``utilisation`` section (the
 JSON's, see sim/report.py): a row per node, a column per resource, the cluster's total in the
 footer; ``--compare-config``'s page has the same table for the end of both runs, A → B. All
-draw each amount with :func:`usage_cell`. Its bar is grey up to the share requested
-before and blue up to the share after; the narrower of the two is drawn on top, so a node that
-lost pods (evicted) shows the blue "after" inside the grey "before", and one that gained shows
-the grey inside the blue. The cell sorts by the share after; its ``data-before``,
-``data-after`` and ``data-allocatable`` hold the raw amounts (CPU in millicores, memory in bytes).
+draw each amount with :func:`usage_cell`. Its bar is grey up to the share requested before and
+blue up to the share after; the narrower of the two is drawn on top, so a node that lost pods
+(evicted) shows the blue "after" inside the grey "before", and one that gained shows the grey
+inside the blue. The cell sorts by the share after; its ``data-before``, ``data-after`` and
+``data-allocatable`` hold the raw amounts (CPU in millicores, memory in bytes).
 """
 
 from __future__ import annotations
