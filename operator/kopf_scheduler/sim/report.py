@@ -8,8 +8,9 @@ without Coscheduling) come first.
 
 ``utilisation`` gives each node's requests against its allocatable (sim/utilisation.py) at the
 start of the run (the scenario's bound pods) and at its end, and the cluster's total: per
-resource name, CPU in millicores, memory in bytes, pods and extended resources as counts. Every
-node and the total list the same resources, so a reader can index them without checking.
+resource name, CPU in millicores, memory in bytes, pods, extended resources and each DRA
+driver's devices (``devices/<driver>``) as counts. Every node and the total list the same
+resources, so a reader can index them without checking.
 """
 
 from __future__ import annotations
