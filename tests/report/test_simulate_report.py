@@ -1,7 +1,8 @@
 """``simulate -o html`` and ``simulate --compare-config -o html`` in headless chromium: each page
 renders without a console error or a request, and shows what the JSON answer of the same run
-says — a row per pod, a node × plugin matrix per pod with the JSON's verdicts and scores, the
-preemptions, and for a configuration change the moved pods and the scores A → B."""
+says — a row per pod, a row per node with its utilisation at the start and at the end, a node ×
+plugin matrix per pod with the JSON's verdicts and scores, the preemptions, and for a
+configuration change the moved pods and the scores A → B."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 from tests.cli.support import environment, kopf_scheduler
 from tests.report.support import HOSTILE_NAME, HOSTILE_NODE, save_screenshot
 from tests.sim.support import node, pod, write_yaml
-from tests.sim.test_compare import fit_config
+from tests.sim.test_compare import fit_config, two_nodes_one_busy
 
 pytestmark = pytest.mark.browser
 
@@ -85,6 +86,38 @@ def test_the_simulation_page_shows_the_json_report(tmp_path: Path, open_report: 
     save_screenshot(page, tmp_path / "simulate-report.png")
 
 
+def test_the_utilisation_table_shows_the_json_numbers(tmp_path: Path, open_report: Any) -> None:
+    # The demo: node-c gives up a 3.5-CPU victim to a 3-CPU preemptor, so one node ends lower.
+    section = json.loads(_run(tmp_path, "-o", "json"))["utilisation"]
+    opened = open_report(_run(tmp_path, "-o", "html"), "simulate.html")
+    page = opened.page
+    read = (
+        "rows => rows.map(r => [r.getAttribute('data-node'),"
+        " Array.from(r.querySelectorAll('td[data-resource]')).map(c =>"
+        " [c.getAttribute('data-resource'), Number(c.getAttribute('data-before')),"
+        " Number(c.getAttribute('data-after')), Number(c.getAttribute('data-allocatable'))])])"
+    )
+
+    def expected(entry: dict[str, Any]) -> list[Any]:
+        return [
+            [resource, entry["before"][resource], entry["after"][resource], offered]
+            for resource, offered in entry["allocatable"].items()
+        ]
+
+    shown = _cells(page, "#utilisation tbody tr", read)
+    assert shown == [[entry["node"], expected(entry)] for entry in section["nodes"]]
+    [[_, total]] = _cells(page, "#utilisation tfoot tr", read)
+    assert total == expected(section["total"])
+    assert any(entry["after"]["cpu"] < entry["before"]["cpu"] for entry in section["nodes"])
+    # A click on the CPU head sorts the nodes by their share of CPU at the end; the total stays.
+    page.locator("#utilisation thead th", has_text="CPU").click()
+    by_share = sorted(section["nodes"], key=lambda e: e["after"]["cpu"] / e["allocatable"]["cpu"])
+    order = _cells(page, "#utilisation tbody tr", "rows => rows.map(r => r.dataset.node)")
+    assert order == [entry["node"] for entry in by_share]
+    assert page.locator("#utilisation tfoot tr").count() == 1
+    assert opened.problems == []
+
+
 def test_names_in_the_simulation_page_are_text(tmp_path: Path, open_report: Any) -> None:
     scenario = write_yaml(
         tmp_path / "cluster.yaml",
@@ -94,21 +127,14 @@ def test_names_in_the_simulation_page_are_text(tmp_path: Path, open_report: Any)
     page = opened.page
     assert page.locator("#pods tbody tr td").first.text_content() == f"default/{HOSTILE_NAME}"
     assert page.locator("#matrix-0 tbody tr").get_attribute("data-node") == HOSTILE_NODE
+    assert page.locator("#utilisation tbody tr td").first.text_content() == HOSTILE_NODE
     assert page.locator("img").count() == 0
     assert page.evaluate("typeof window.injected") == "undefined"
     assert opened.problems == []
 
 
 def test_the_comparison_page_shows_the_json_answer(tmp_path: Path, open_report: Any) -> None:
-    scenario = write_yaml(
-        tmp_path / "cluster.yaml",
-        [
-            node("n1", cpu="4", memory="8Gi"),
-            node("n2", cpu="4", memory="8Gi"),
-            pod("busy", cpu="2", memory="2Gi", node_name="n1"),
-            pod("new", cpu="1", memory="1Gi"),
-        ],
-    )
+    scenario = two_nodes_one_busy(tmp_path)
     args = [
         str(scenario),
         "--compare-config",

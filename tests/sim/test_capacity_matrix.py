@@ -78,13 +78,13 @@ def test_the_matrix_agrees_with_the_count(tmp_path: Path) -> None:
     # Utilisation: before the first copy and after the last, in millicores.
     a, b = matrix.rows["a"], matrix.rows["b"]
     assert a.before is not None and a.after is not None
-    assert (a.before.cpu_requested, a.after.cpu_requested, a.after.cpu_allocatable) == (
+    assert (a.before.requested["cpu"], a.after.requested["cpu"], a.after.allocatable["cpu"]) == (
         1500,
         3500,
         4000,
     )
     assert b.before is not None and b.after is not None
-    assert (b.before.cpu_requested, b.after.cpu_requested) == (0, 3000)
+    assert (b.before.requested["cpu"], b.after.requested["cpu"]) == (0, 3000)
 
 
 def test_names_from_the_cluster_are_shown_as_text(tmp_path: Path) -> None:

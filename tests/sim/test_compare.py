@@ -40,7 +40,8 @@ def fit_config(path: Path, **node_resources_fit: Any) -> Path:
     return path
 
 
-def _scenario(tmp_path: Path) -> Path:
+def two_nodes_one_busy(tmp_path: Path) -> Path:
+    """Two equal nodes, n1 half busy, and a new pod: spreading sends it to n2, packing to n1."""
     return write_yaml(
         tmp_path / "cluster.yaml",
         [
@@ -60,7 +61,7 @@ def test_a_scoring_change_that_moves_a_pod_is_reported_with_exit_3(
     code = main(
         [
             "simulate",
-            str(_scenario(tmp_path)),
+            str(two_nodes_one_busy(tmp_path)),
             "--compare-config",
             str(spread),
             str(pack),
@@ -90,7 +91,9 @@ def test_a_scoring_change_that_moves_a_pod_is_reported_with_exit_3(
 def test_the_same_decisions_exit_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spread = fit_config(tmp_path / "spread.yaml")
     again = fit_config(tmp_path / "again.yaml", scoringStrategy={"type": "LeastAllocated"})
-    code = main(["simulate", str(_scenario(tmp_path)), "--compare-config", str(spread), str(again)])
+    code = main(
+        ["simulate", str(two_nodes_one_busy(tmp_path)), "--compare-config", str(spread), str(again)]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert "DECISIONS THAT DIFFER  (none)" in out
@@ -144,7 +147,7 @@ def test_compare_config_refuses_a_single_config_too(tmp_path: Path) -> None:
     config = fit_config(tmp_path / "a.yaml")
     outcome = kopf_scheduler(
         "simulate",
-        str(_scenario(tmp_path)),
+        str(two_nodes_one_busy(tmp_path)),
         "--config",
         str(config),
         "--compare-config",

@@ -22,10 +22,11 @@ from typing import Any
 
 from kopf_scheduler.config.types import PluginRef, PluginSet, SchedulerConfig
 from kopf_scheduler.scheduler.explain import AttemptRecord
-from kopf_scheduler.sim.node_matrix import NodeMatrix, Utilisation, utilisation
+from kopf_scheduler.sim.node_matrix import NodeMatrix
 from kopf_scheduler.sim.runner import Simulation
 from kopf_scheduler.sim.scenario import Scenario
 from kopf_scheduler.sim.templates import PodTemplate
+from kopf_scheduler.sim.utilisation import Utilisation, node_utilisation
 
 STOP_UNSCHEDULABLE = "Unschedulable"
 """The copy found no node (cluster-capacity's ``failType`` for this stop)."""
@@ -150,7 +151,7 @@ async def count_copies(
     await simulation.run(scenario)
     cluster = simulation.cluster
     counts = [TemplateCount(template) for template in templates]
-    before = utilisation(cluster.nodes, cluster.pods.values()) if matrix else {}
+    before = node_utilisation(cluster.nodes, cluster.pods.values()) if matrix else {}
     if matrix:
         for count in counts:
             count.matrix = NodeMatrix.for_nodes(cluster.nodes)
@@ -200,7 +201,7 @@ def _result(
     before: Mapping[str, Utilisation],
 ) -> CapacityResult:
     cluster = simulation.cluster
-    after = utilisation(cluster.nodes, cluster.pods.values()) if before else {}
+    after = node_utilisation(cluster.nodes, cluster.pods.values()) if before else {}
     for count in counts:
         if count.matrix is not None:
             for name, row in count.matrix.rows.items():

@@ -11,13 +11,13 @@ the copy that stopped the count was told on this node. ``--drain`` answers get a
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
+from kopf_scheduler.model.resources import CPU, MEMORY
 from kopf_scheduler.sim.capacity import CapacityResult, TemplateCount
-from kopf_scheduler.sim.capacity_report import format_bytes, format_cpu
 from kopf_scheduler.sim.drain import DrainResult
 from kopf_scheduler.sim.html_page import Markup, element, page, sortable_table, text
-from kopf_scheduler.sim.node_matrix import NodeRow, PluginCell, Utilisation
+from kopf_scheduler.sim.node_matrix import NodeRow, PluginCell
+from kopf_scheduler.sim.utilisation import Utilisation
+from kopf_scheduler.sim.utilisation_html import usage_cell
 
 _ROW_HEADS = ["Node", "Copies", "CPU requested", "Memory requested", "Examined", "Feasible"]
 
@@ -30,28 +30,15 @@ def _reasons(reasons: dict[str, int]) -> Markup:
     return element("ul", items, class_="reasons") if items else ""
 
 
-def _resource_cell(
-    before: Utilisation | None,
-    after: Utilisation | None,
-    resource: str,
-    show: Callable[[int], str],
-) -> Markup:
+def _resource_cell(before: Utilisation | None, after: Utilisation | None, resource: str) -> Markup:
     if before is None or after is None:
         return element("td", text("—"), class_="muted")
-    used_before = before.cpu_requested if resource == "cpu" else before.memory_requested
-    used_after = after.cpu_requested if resource == "cpu" else after.memory_requested
-    offered = after.cpu_allocatable if resource == "cpu" else after.memory_allocatable
-    share_after = min(100.0, 100.0 * used_after / offered) if offered else 0.0
-    share_before = min(100.0, 100.0 * used_before / offered) if offered else 0.0
-    bar = element(
-        "div",
-        element("span", class_="after", style=f"width: {share_after:.1f}%")
-        + element("span", class_="before", style=f"width: {share_before:.1f}%"),
-        class_="bar",
-        title=f"{share_before:.0f}% before, {share_after:.0f}% after",
+    return usage_cell(
+        resource,
+        before.requested[resource],
+        after.requested[resource],
+        after.allocatable[resource],
     )
-    label = text(f"{show(used_before)} → {show(used_after)} of {show(offered)}")
-    return element("td", label + bar, data_sort=f"{share_after:.1f}")
 
 
 def _plugin_cell(plugin: str, cell: PluginCell | None) -> Markup:
@@ -101,8 +88,8 @@ def _matrix(index: int, count: TemplateCount) -> Markup:
         cells = [
             element("td", text(row.node)),
             element("td", text(count.nodes.get(row.node, 0)), class_="num", data_column="copies"),
-            _resource_cell(row.before, row.after, "cpu", format_cpu),
-            _resource_cell(row.before, row.after, "memory", format_bytes),
+            _resource_cell(row.before, row.after, CPU),
+            _resource_cell(row.before, row.after, MEMORY),
             element("td", text(row.examined), class_="num"),
             element("td", text(row.feasible), class_="num"),
             *(_plugin_cell(plugin, row.cells.get(plugin)) for plugin in plugins),

@@ -19,23 +19,9 @@ from typing import Any
 
 from kopf_scheduler.model.quantity import parse_quantity
 from kopf_scheduler.model.resources import pod_requests
+from kopf_scheduler.sim.amounts import format_bytes, format_cpu
 from kopf_scheduler.sim.capacity import CapacityResult, TemplateCount
 from kopf_scheduler.sim.drain import DrainResult
-
-_BINARY_SUFFIXES = (("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10))
-
-
-def format_cpu(milli: int | Fraction) -> str:
-    milli = int(milli)
-    return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
-
-
-def format_bytes(value: int | Fraction) -> str:
-    value = int(value)
-    for suffix, size in _BINARY_SUFFIXES:
-        if value and value % size == 0:
-            return f"{value // size}{suffix}"
-    return str(value)
 
 
 def _requirements(pod: Mapping[str, Any], name: str) -> dict[str, Any]:

@@ -5,6 +5,8 @@ configurations: pods that land elsewhere or not at all, pods evicted under one o
 pods bound under both, how each plugin scored the nodes chosen under either. A change of decisions
 (placement, pending, eviction) is what makes ``simulate --compare-config`` exit non-zero, so a
 CI job can guard a configuration change; score differences alone are reported, not failed.
+Each run's node utilisation (as ``simulate`` reports it) comes along, to compare how full the
+nodes end up.
 """
 
 from __future__ import annotations
@@ -101,6 +103,7 @@ def compare(
         "evictedOnlyUnder": {"a": only_a, "b": only_b},
         "scoreDifferences": score_differences,
         "summary": {"a": reports[0]["summary"], "b": reports[1]["summary"]},
+        "utilisation": {"a": reports[0]["utilisation"], "b": reports[1]["utilisation"]},
     }
     return Comparison(names, report)
 

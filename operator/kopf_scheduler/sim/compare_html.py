@@ -3,7 +3,7 @@
 Drawn from the comparison ``-o json`` prints (``sim/compare.py``), nothing else: the decisions
 that differ, the pods evicted under one configuration only, and for each pod bound under both a
 node × plugin matrix of the scores that differ on the nodes chosen under A and under B, each
-cell "A → B".
+cell "A → B", and each node's utilisation at the end of both runs, A → B.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 
 from kopf_scheduler.sim.compare import Comparison
 from kopf_scheduler.sim.html_page import Markup, element, page, sortable_table, text
+from kopf_scheduler.sim.utilisation_html import utilisation_table
 
 
 def _place(outcome: Mapping[str, Any] | None) -> str:
@@ -102,6 +103,23 @@ def _summary(summary: Mapping[str, Mapping[str, Any]]) -> Markup:
     return element("h2", text("Summary")) + sortable_table("summary", heads, rows)
 
 
+def _at_the_end(utilisation: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Both runs' utilisation at their end as one section, A's end as "before" and B's as
+    "after" (both runs start from the same nodes and pods)."""
+    a, b = utilisation["a"], utilisation["b"]
+    ends_b = {entry["node"]: entry["after"] for entry in b["nodes"]}
+
+    def joined(entry: Mapping[str, Any], end_b: Mapping[str, int]) -> dict[str, Any]:
+        return {"allocatable": entry["allocatable"], "before": entry["after"], "after": end_b}
+
+    return {
+        "nodes": [
+            {"node": entry["node"], **joined(entry, ends_b[entry["node"]])} for entry in a["nodes"]
+        ],
+        "total": joined(a["total"], b["total"]["after"]),
+    }
+
+
 def render_comparison_html(comparison: Comparison) -> str:
     report = comparison.report
     a, b = comparison.names
@@ -124,4 +142,10 @@ def render_comparison_html(comparison: Comparison) -> str:
     else:
         body += element("p", text("none"))
     body += _summary(report["summary"])
+    body += utilisation_table(
+        _at_the_end(report["utilisation"]),
+        heading="Node utilisation at the end",
+        before="under A",
+        after="under B",
+    )
     return page(f"Configuration change: {verdict}", body)

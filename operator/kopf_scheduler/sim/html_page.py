@@ -8,7 +8,8 @@ pods and plugins come from the cluster, that is from users: every text goes thro
 
 The script makes every ``table.sortable`` sortable by a click on a column head (by the cells'
 ``data-sort`` when they have one, as numbers where both are numbers) and filters the rows of the
-table an ``input.filter`` names by its ``data-table``, on the rows' ``data-filter`` text.
+table an ``input.filter`` names by its ``data-table``, on the rows' ``data-filter`` text; both
+act on the table's body only, so a total in its footer stays where it is.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.6em; } h3, h4 { f
 table { border-collapse: collapse; margin: .5em 0; }
 th, td { border: 1px solid #d0d7de; padding: .25em .5em; vertical-align: top; text-align: left; }
 th { background: #f6f8fa; cursor: pointer; user-select: none; white-space: nowrap; }
+tfoot td { font-weight: 600; border-top: 2px solid #8c959f; }
 th[aria-sort="ascending"]::after { content: " \\25B2"; }
 th[aria-sort="descending"]::after { content: " \\25BC"; }
 tbody td:first-child, td.name { white-space: nowrap; }
@@ -106,15 +108,22 @@ def element(tag: str, content: Markup = "", **attributes: object) -> Markup:
 
 
 def sortable_table(
-    table_id: str, heads: Iterable[Markup], rows: Sequence[Markup], *, filter_label: str = ""
+    table_id: str,
+    heads: Iterable[Markup],
+    rows: Sequence[Markup],
+    *,
+    filter_label: str = "",
+    footer: Markup = "",
 ) -> Markup:
     """A table the page's script sorts by any column; with ``filter_label``, a filter box above
-    it (rows need a ``data-filter`` text) and the number of rows it leaves shown."""
+    it (rows need a ``data-filter`` text) and the number of rows it leaves shown. The ``footer``
+    rows (a total) stay below the others, sorted or filtered."""
     body = "".join(rows)
     table = element(
         "table",
         element("thead", element("tr", "".join(element("th", head) for head in heads)))
-        + element("tbody", body),
+        + element("tbody", body)
+        + (element("tfoot", footer) if footer else ""),
         id=table_id,
         class_="sortable",
     )

@@ -7,21 +7,18 @@ which plugin saw it first — the picture the HTML report draws. The verdicts of
 stopped the count are kept apart: they are the answer to "why not one more", node by node.
 
 Nodes an attempt did not examine (a PreFilter rejection, or the nodes left out once enough
-feasible ones were found) have no verdict; their shared reason is counted on its own.
-Utilisation is the requests of the pods bound to each node against its allocatable CPU and
-memory, before the first copy and after the last.
+feasible ones were found) have no verdict; their shared reason is counted on its own. Each row
+also keeps the node's utilisation (sim/utilisation.py) before the first copy and after the last.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
-from kopf_scheduler.model.node import Node
-from kopf_scheduler.model.resources import pod_requests
 from kopf_scheduler.scheduler.explain import AttemptRecord, NodeVerdict
+from kopf_scheduler.sim.utilisation import Utilisation
 
 
 @dataclass
@@ -38,16 +35,6 @@ class PluginCell:
     @property
     def mean_score(self) -> float | None:
         return self.score_sum / self.scored if self.scored else None
-
-
-@dataclass
-class Utilisation:
-    """Requested CPU (millicores) and memory (bytes) of a node's pods, and what it offers."""
-
-    cpu_requested: int
-    cpu_allocatable: int
-    memory_requested: int
-    memory_allocatable: int
 
 
 @dataclass
@@ -112,23 +99,3 @@ class NodeMatrix:
                 cell.scored += 1
         if record.unlisted_status and record.num_all_nodes > len(verdicts):
             self.unexamined[record.unlisted_status] += record.num_all_nodes - len(verdicts)
-
-
-def utilisation(
-    nodes: Mapping[str, Mapping[str, Any]], pods: Iterable[Mapping[str, Any]]
-) -> dict[str, Utilisation]:
-    """Each node's requested and allocatable CPU and memory, from the pods bound to it."""
-    result: dict[str, Utilisation] = {}
-    for name, raw in nodes.items():
-        allocatable = Node(raw).allocatable
-        result[name] = Utilisation(0, int(allocatable.milli_cpu), 0, int(allocatable.memory))
-    for pod in pods:
-        spec = pod.get("spec") or {}
-        phase = (pod.get("status") or {}).get("phase")
-        entry = result.get(spec.get("nodeName") or "")
-        if entry is None or phase in ("Succeeded", "Failed"):
-            continue
-        requests = pod_requests(spec)
-        entry.cpu_requested += int(requests.milli_cpu)
-        entry.memory_requested += int(requests.memory)
-    return result

@@ -5,6 +5,12 @@ members bound and pending at the end. Only a profile with Coscheduling schedules
 without one, the scheduler does not read PodGroups (as on a cluster) and the section says so.
 The scheduler's warnings about its configuration (a profile meeting members of a PodGroup
 without Coscheduling) come first.
+
+``utilisation`` gives each node's requests against its allocatable (sim/utilisation.py) at the
+start of the run (the scenario's bound pods) and at its end, and the cluster's total: per
+resource name, CPU in millicores, memory in bytes, pods, extended resources and each DRA
+driver's devices (``devices/<driver>``) as counts. Every node and the total list the same
+resources, so a reader can index them without checking.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import yaml
 from kopf_scheduler.model.pod_group import POD_GROUP_LABEL
 from kopf_scheduler.preemption.record import OUTCOME_NOMINATED
 from kopf_scheduler.sim.runner import SimulationResult
+from kopf_scheduler.sim.utilisation import Utilisation, resources_of, total
 
 
 def _pod_entry(
@@ -86,6 +93,29 @@ def _pod_group_entries(
     return entries
 
 
+def _utilisation_entries(result: SimulationResult) -> dict[str, Any]:
+    """Each node's utilisation at the start and at the end, and the cluster's total. A
+    simulation adds and removes no node, so the nodes are those of the end, in their order."""
+    before, after = result.utilisation_before, result.utilisation_after
+    names = [name for name in after if name in before]
+    resources = resources_of([*before.values(), *after.values()])
+
+    def entry(start: Utilisation, end: Utilisation) -> dict[str, dict[str, int]]:
+        return {
+            "allocatable": {key: end.allocatable.get(key, 0) for key in resources},
+            "before": {key: start.requested.get(key, 0) for key in resources},
+            "after": {key: end.requested.get(key, 0) for key in resources},
+        }
+
+    return {
+        "nodes": [{"node": name, **entry(before[name], after[name])} for name in names],
+        "total": entry(
+            total((before[name] for name in names), resources),
+            total((after[name] for name in names), resources),
+        ),
+    }
+
+
 def build_report(
     result: SimulationResult, *, explain: bool = False, added: list[str] | None = None
 ) -> dict[str, Any]:
@@ -135,6 +165,7 @@ def build_report(
         "preemptions": preemptions,
         "events": events,
         "summary": summary,
+        "utilisation": _utilisation_entries(result),
     }
     if result.scheduler.warnings:
         report["warnings"] = list(result.scheduler.warnings)

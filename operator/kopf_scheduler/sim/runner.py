@@ -36,6 +36,7 @@ from kopf_scheduler.sim.clock import VirtualClock
 from kopf_scheduler.sim.cluster import InMemoryCluster
 from kopf_scheduler.sim.loop import running_simulation_loop
 from kopf_scheduler.sim.scenario import DRA_KINDS, STORAGE_KINDS, Scenario
+from kopf_scheduler.sim.utilisation import Utilisation, node_utilisation
 
 UNSCHEDULABLE_FLUSH_PERIOD = 30.0
 STORAGE_CREATION_ORDER = {kind: rank for rank, kind in enumerate(STORAGE_KINDS)}
@@ -63,6 +64,10 @@ class SimulationResult:
     attempts: list[AttemptRecord] = field(default_factory=list)
     pending_order: list[str] = field(default_factory=list)
     virtual_seconds: float = 0.0
+    utilisation_before: dict[str, Utilisation] = field(default_factory=dict)
+    """Each node's utilisation when time first moved (the scenario's bound pods only)."""
+    utilisation_after: dict[str, Utilisation] = field(default_factory=dict)
+    """Each node's utilisation when the run ended."""
 
 
 class Simulation:
@@ -91,6 +96,7 @@ class Simulation:
         self.handlers: EventHandlers | None = None
         self.pending_order: list[str] = []
         self.started = self.clock.now()
+        self.utilisation_before: dict[str, Utilisation] | None = None
 
     def _setup(self) -> tuple[Scheduler, EventHandlers]:
         cluster = self.cluster
@@ -211,14 +217,27 @@ class Simulation:
         scheduler = self.start()
         await self._drive(scheduler, self.clock.now())
 
+    def _utilisation(self) -> dict[str, Utilisation]:
+        cluster = self.cluster
+        return node_utilisation(
+            cluster.nodes,
+            cluster.pods.values(),
+            cluster.objects("ResourceSlice").values(),
+            cluster.objects("ResourceClaim").values(),
+        )
+
     def result(self) -> SimulationResult:
         assert self.scheduler is not None
+        after = self._utilisation()
         return SimulationResult(
             self.cluster,
             self.scheduler,
             self.attempts,
             self.pending_order,
             self.clock.now() - self.started,
+            # Nothing has run yet when time never moved: the start is the end.
+            after if self.utilisation_before is None else self.utilisation_before,
+            after,
         )
 
     async def run(self, scenario: Scenario) -> SimulationResult:
@@ -276,6 +295,8 @@ class Simulation:
 
     async def _drive(self, scheduler: Scheduler, start: float) -> None:
         running_simulation_loop()  # fail at once, not at the first pending task
+        if self.utilisation_before is None:
+            self.utilisation_before = self._utilisation()
         queue = scheduler.queue
         cluster = self.cluster
         last_forced_generation = -1

@@ -1,10 +1,11 @@
 """``simulate -o html``: a simulation's report as one page, with a node × plugin matrix per pod.
 
 The page is drawn from the report ``simulate --explain -o json`` prints (``sim/report.py``'s
-``build_report``), nothing else: the pods and where they went, each pod's last scheduling
-attempt as a matrix (a row per node it examined: the plugin that filtered the node out and why,
-or each plugin's weighted score and the total, the chosen node marked), the preemptions with
-their victims, the gangs, and the events in time order as the timeline.
+``build_report``), nothing else: the pods and where they went, each node's utilisation at the
+start and at the end with the cluster's total (sim/utilisation_html.py), each pod's last
+scheduling attempt as a matrix (a row per node it examined: the plugin that filtered the node
+out and why, or each plugin's weighted score and the total, the chosen node marked), the
+preemptions with their victims, the gangs, and the events in time order as the timeline.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kopf_scheduler.sim.html_page import Markup, element, page, sortable_table, text
+from kopf_scheduler.sim.utilisation_html import utilisation_table
 
 
 def _pods(pods: Sequence[Mapping[str, Any]]) -> Markup:
@@ -221,6 +223,9 @@ def render_simulation_html(report: Mapping[str, Any]) -> str:
         element("p", text(f"warning: {warning}")) for warning in report.get("warnings") or []
     )
     body += _pods(report["pods"])
+    body += utilisation_table(
+        report["utilisation"], heading="Node utilisation", before="at the start", after="at the end"
+    )
     body += _preemptions(report["preemptions"])
     body += _gangs(report.get("podGroups") or [])
     body += _matrices(report.get("attempts") or [])
