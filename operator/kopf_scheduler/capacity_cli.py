@@ -17,6 +17,7 @@ from kopf_scheduler.cli import EXIT_USAGE
 from kopf_scheduler.config.errors import ConfigError
 from kopf_scheduler.config.loader import check_config_file, default_config
 from kopf_scheduler.config.types import SchedulerConfig
+from kopf_scheduler.gc_tuning import tune_for_large_heap
 from kopf_scheduler.live_cluster import read_live_cluster
 from kopf_scheduler.logs import configure_logging
 from kopf_scheduler.sim import loop as sim_loop
@@ -60,6 +61,7 @@ def _usage_problem(args: argparse.Namespace) -> str:
 def capacity_command(args: argparse.Namespace) -> int:
     """``capacity`` (and ``kubectl kopf-scheduler capacity``, which reads the live cluster)."""
     configure_logging("warning", "console")
+    tune_for_large_heap()  # a snapshot of a large cluster is tens of thousands of objects
     problem = _usage_problem(args)
     if problem:
         print(f"error: {problem}", file=sys.stderr)

@@ -18,6 +18,8 @@ reference cycles among them would outlive their use, and the cache holds none.
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 YOUNG_THRESHOLD = 50_000
 MIDDLE_THRESHOLD = 10
@@ -37,3 +39,19 @@ def freeze_current_objects() -> None:
     """
     gc.collect()
     gc.freeze()
+
+
+@contextmanager
+def frozen_while_working() -> Iterator[None]:
+    """Exclude every object that exists now from collections until the block ends.
+
+    For a batch job inside a longer-lived process (a capacity count loads a whole cluster, then
+    works on it): its state is walked by no collection while it runs, and everything is handed
+    back to the collector afterwards, so garbage frozen on the way is freed later, not kept.
+    Entering again inside the block freezes what was made since.
+    """
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()

@@ -23,7 +23,7 @@ from kopf_scheduler.model.pod_volumes import (
     PodVolume,
     parse_pod_volumes,
 )
-from kopf_scheduler.model.resources import Resource, pod_requests
+from kopf_scheduler.model.resources import Resource, pod_requests_and_non_zero
 from kopf_scheduler.model.selectors import NodeSelector, PreferredSchedulingTerm, parse_string_map
 from kopf_scheduler.model.taints import Toleration
 from kopf_scheduler.model.timeutil import parse_timestamp
@@ -183,8 +183,9 @@ class Pod:
         for index, container in enumerate(init_containers):
             if not isinstance(container, Mapping):
                 raise InvalidObjectError(f"spec.initContainers[{index}]", "must be an object")
-        self.requests: Resource = pod_requests(spec)
-        self.non_zero_requests: Resource = pod_requests(spec, non_zero=True)
+        self.requests: Resource
+        self.non_zero_requests: Resource
+        self.requests, self.non_zero_requests = pod_requests_and_non_zero(spec)
         self.host_ports = _host_ports(containers, init_containers)
         self.images: tuple[str, ...] = tuple(
             c["image"] for c in containers if isinstance(c.get("image"), str) and c["image"]
@@ -249,7 +250,14 @@ class Pod:
         return clone
 
     def _parse_affinity(self, affinity: Any) -> None:
-        affinity = affinity or {}
+        if not affinity:  # most pods: nothing to parse
+            self.node_affinity_required: NodeSelector | None = None
+            self.node_affinity_preferred: tuple[PreferredSchedulingTerm, ...] = ()
+            self.pod_affinity_required: tuple[AffinityTerm, ...] = ()
+            self.affinity_preferred: tuple[WeightedAffinityTerm, ...] = ()
+            self.anti_affinity_required: tuple[AffinityTerm, ...] = ()
+            self.anti_affinity_preferred: tuple[WeightedAffinityTerm, ...] = ()
+            return
         if not isinstance(affinity, Mapping):
             raise InvalidObjectError("spec.affinity", "must be an object")
         node_affinity = affinity.get("nodeAffinity") or {}
@@ -264,35 +272,35 @@ class Pod:
                 raise InvalidObjectError(f"spec.affinity.{name}", "must be an object")
         required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
         field = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-        self.node_affinity_required: NodeSelector | None = (
+        self.node_affinity_required = (
             NodeSelector.parse(required, field) if required is not None else None
         )
         preferred = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or []
         field = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
         if not isinstance(preferred, list):
             raise InvalidObjectError(field, "must be a list")
-        self.node_affinity_preferred: tuple[PreferredSchedulingTerm, ...] = tuple(
+        self.node_affinity_preferred = tuple(
             PreferredSchedulingTerm.parse(t, f"{field}[{i}]") for i, t in enumerate(preferred)
         )
         ns = self.namespace
         base = "spec.affinity.podAffinity"
-        self.pod_affinity_required: tuple[AffinityTerm, ...] = parse_terms(
+        self.pod_affinity_required = parse_terms(
             pod_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"),
             f"{base}.requiredDuringSchedulingIgnoredDuringExecution",
             ns,
         )
-        self.affinity_preferred: tuple[WeightedAffinityTerm, ...] = parse_weighted_terms(
+        self.affinity_preferred = parse_weighted_terms(
             pod_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"),
             f"{base}.preferredDuringSchedulingIgnoredDuringExecution",
             ns,
         )
         base = "spec.affinity.podAntiAffinity"
-        self.anti_affinity_required: tuple[AffinityTerm, ...] = parse_terms(
+        self.anti_affinity_required = parse_terms(
             pod_anti_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"),
             f"{base}.requiredDuringSchedulingIgnoredDuringExecution",
             ns,
         )
-        self.anti_affinity_preferred: tuple[WeightedAffinityTerm, ...] = parse_weighted_terms(
+        self.anti_affinity_preferred = parse_weighted_terms(
             pod_anti_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"),
             f"{base}.preferredDuringSchedulingIgnoredDuringExecution",
             ns,

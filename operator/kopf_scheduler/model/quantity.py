@@ -85,11 +85,26 @@ def parse_quantity(value: object, field: str = "quantity") -> Fraction:
     return parsed
 
 
+@lru_cache(maxsize=4096)
+def _rounded_up(text: str, scale: int) -> int | None:
+    """A well-formed quantity string times ``scale``, rounded up; None when it is malformed.
+
+    A cluster repeats a handful of request strings over every pod, so the exact arithmetic is
+    done once per string and scale.
+    """
+    parsed = _parse(text) if text.strip() == text else None
+    return None if parsed is None else math.ceil(parsed * scale)
+
+
 def milli_value(value: object, field: str = "quantity") -> int:
     """The quantity in thousandths, rounded up (how CPU is compared)."""
+    if type(value) is str and (milli := _rounded_up(value, 1000)) is not None:
+        return milli
     return math.ceil(parse_quantity(value, field) * 1000)
 
 
 def whole_value(value: object, field: str = "quantity") -> int:
     """The quantity in whole units, rounded up (how memory, storage and counts are compared)."""
+    if type(value) is str and (whole := _rounded_up(value, 1)) is not None:
+        return whole
     return math.ceil(parse_quantity(value, field))

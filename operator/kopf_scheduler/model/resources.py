@@ -10,7 +10,7 @@ plus the pod overhead; with ``non_zero`` set, containers without a CPU or memory
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from kopf_scheduler.model.errors import InvalidObjectError
@@ -198,44 +198,55 @@ def pod_requests(spec: Mapping[str, Any], *, non_zero: bool = False) -> Resource
     Regular containers and sidecars (init containers with ``restartPolicy: Always``) add up; each
     regular init container runs alone beside the sidecars started before it, so the pod needs the
     largest such step if it exceeds the sum. Pod-level ``spec.resources.requests`` for CPU and
-    memory replace the container aggregate; ``spec.overhead`` is added last.
+    memory replace the container aggregate; ``spec.overhead`` is added last. With ``non_zero``,
+    a container without a CPU or memory request counts the scoring defaults instead.
     """
-    total = Resource()
-    containers: Iterable[Any] = spec.get("containers") or []
-    for index, container in enumerate(containers):
-        field = f"spec.containers[{index}]"
-        requests = _container_requests(container, field)
-        total.add(_non_zero_container(container, requests) if non_zero else requests)
+    requests, non_zero_requests = pod_requests_and_non_zero(spec)
+    return non_zero_requests if non_zero else requests
 
-    sidecars = Resource()
-    init_step_max = Resource()
+
+def pod_requests_and_non_zero(spec: Mapping[str, Any]) -> tuple[Resource, Resource]:
+    """:func:`pod_requests` of ``spec`` without and with ``non_zero``, each container read once."""
+    totals = (Resource(), Resource())
+    for index, container in enumerate(spec.get("containers") or []):
+        requests = _container_requests(container, f"spec.containers[{index}]")
+        totals[0].add(requests)
+        totals[1].add(_non_zero_container(container, requests))
+
+    sidecars = (Resource(), Resource())
+    init_step_max = (Resource(), Resource())
     for index, container in enumerate(spec.get("initContainers") or []):
-        field = f"spec.initContainers[{index}]"
-        requests = _container_requests(container, field)
-        if non_zero:
-            requests = _non_zero_container(container, requests)
-        if _is_sidecar(container):
-            total.add(requests)
-            sidecars.add(requests)
-            step = sidecars.copy()
-        else:
-            step = requests.copy()
-            step.add(sidecars)
-        init_step_max.set_max(step)
-    total.set_max(init_step_max)
+        requests = _container_requests(container, f"spec.initContainers[{index}]")
+        pair = (requests, _non_zero_container(container, requests))
+        for total, sidecar, step_max, own in zip(
+            totals, sidecars, init_step_max, pair, strict=True
+        ):
+            if _is_sidecar(container):
+                total.add(own)
+                sidecar.add(own)
+                step = sidecar.copy()
+            else:
+                step = own.copy()
+                step.add(sidecar)
+            step_max.set_max(step)
+    for total, step_max in zip(totals, init_step_max, strict=True):
+        total.set_max(step_max)
 
     pod_level = (spec.get("resources") or {}).get("requests")
     if pod_level:
         level = Resource.from_list(pod_level, "spec.resources.requests")
-        if CPU in pod_level:
-            total.milli_cpu = level.milli_cpu
-        if MEMORY in pod_level:
-            total.memory = level.memory
+        for total in totals:
+            if CPU in pod_level:
+                total.milli_cpu = level.milli_cpu
+            if MEMORY in pod_level:
+                total.memory = level.memory
 
     overhead = spec.get("overhead")
     if overhead:
-        total.add(Resource.from_list(overhead, "spec.overhead"))
-    return total
+        extra = Resource.from_list(overhead, "spec.overhead")
+        for total in totals:
+            total.add(extra)
+    return totals
 
 
 __all__ = [
@@ -247,4 +258,5 @@ __all__ = [
     "PODS",
     "Resource",
     "pod_requests",
+    "pod_requests_and_non_zero",
 ]

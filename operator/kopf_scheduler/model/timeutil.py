@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import lru_cache
 
 from kopf_scheduler.model.errors import InvalidObjectError
 
@@ -24,4 +25,10 @@ def parse_timestamp(value: object, field: str) -> float | None:
 
 def format_timestamp(seconds: float) -> str:
     """An RFC 3339 string with second precision, as the API server writes ``metav1.Time``."""
-    return datetime.fromtimestamp(int(seconds), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _format_whole_seconds(int(seconds))
+
+
+@lru_cache(maxsize=256)
+def _format_whole_seconds(seconds: int) -> str:
+    # Objects are stamped in bursts within the same second (a whole cluster loaded at once).
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

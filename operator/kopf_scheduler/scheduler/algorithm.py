@@ -170,10 +170,34 @@ class Algorithm:
         host = self.select_host(scores)
         return Decision(host, evaluated, [n.name for n in feasible], diagnosis, scores)
 
-    def _find(
+    def feasible_everywhere(
         self, framework: Framework, state: CycleState, pod: Pod, snapshot: Snapshot
+    ) -> list[NodeInfo]:
+        """Every node that passes PreFilter and Filter for ``pod``, without stopping at the number
+        of nodes to score; the round-robin start of the next cycle is left as it was.
+
+        A question about the whole cluster (how many copies fit) asks this; scheduling does not.
+        """
+        start = self.next_start_node_index
+        try:
+            feasible, _, _ = self._find(
+                framework, state, pod, snapshot, to_find=len(snapshot.node_info_list)
+            )
+        finally:
+            self.next_start_node_index = start
+        return feasible
+
+    def _find(
+        self,
+        framework: Framework,
+        state: CycleState,
+        pod: Pod,
+        snapshot: Snapshot,
+        *,
+        to_find: int | None = None,
     ) -> tuple[list[NodeInfo], Diagnosis, IntArray | None]:
-        """Feasible nodes, the diagnosis, and (vectorised path only) the feasible positions."""
+        """Feasible nodes, the diagnosis, and (vectorised path only) the feasible positions;
+        up to ``to_find`` feasible nodes (default: the number of nodes to score)."""
         diagnosis = Diagnosis(NodeToStatus())
         all_nodes = snapshot.node_info_list
         if self.fast_path is not None:
@@ -221,13 +245,15 @@ class Algorithm:
                 diagnosis.node_to_status,
                 lambda status: _add_plugin_status(diagnosis, status),
                 self.next_start_node_index,
-                self._num_to_find(framework, len(nodes)),
+                to_find or self._num_to_find(framework, len(nodes)),
             )
             if result is not None:
                 positions = result.feasible
                 feasible = feasible_infos(self.fast_path.mirror, positions)
         if feasible is None:
-            feasible = self._find_nodes_that_pass_filters(framework, state, pod, diagnosis, nodes)
+            feasible = self._find_nodes_that_pass_filters(
+                framework, state, pod, diagnosis, nodes, to_find
+            )
         self.next_start_node_index = (
             self.next_start_node_index + len(feasible) + len(diagnosis.node_to_status)
         ) % len(all_nodes)
@@ -250,11 +276,12 @@ class Algorithm:
         pod: Pod,
         diagnosis: Diagnosis,
         nodes: list[NodeInfo],
+        to_find: int | None = None,
     ) -> list[NodeInfo]:
         count = len(nodes)
         if count == 0:
             return []
-        to_find = self._num_to_find(framework, count)
+        to_find = to_find or self._num_to_find(framework, count)
         start = self.next_start_node_index % count
         if not framework.has_filter_plugins():
             return [nodes[(start + i) % count] for i in range(min(to_find, count))]

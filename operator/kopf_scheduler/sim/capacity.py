@@ -7,6 +7,10 @@ cluster-capacity does with several pod specs), each run until nothing more can h
 first copy that stays unscheduled ends the count. A gang template's copy is a whole PodGroup
 with ``minMember`` pods and counts only when every member is bound.
 
+A single template whose copies only compete for node room is filled wave by wave first
+(:mod:`.capacity_fill`): the same end state in a few Filter passes over all nodes instead of a
+scheduling cycle per copy; the copy that stops the count is still scheduled for real.
+
 Without preemption (the default, and cluster-capacity's answer) the profiles' PostFilter plugins
 are switched off, so a copy only takes room that is free. With preemption, a copy may evict
 pods of lower priority as the scheduler would, and the count says what fits at that price.
@@ -21,7 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kopf_scheduler.config.types import PluginRef, PluginSet, SchedulerConfig
+from kopf_scheduler.gc_tuning import frozen_while_working
+from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.scheduler.explain import AttemptRecord
+from kopf_scheduler.sim.capacity_fill import admitted_copy, fill_by_waves, wave_obstacle
 from kopf_scheduler.sim.node_matrix import NodeMatrix
 from kopf_scheduler.sim.runner import Simulation
 from kopf_scheduler.sim.scenario import Scenario
@@ -147,16 +154,42 @@ async def count_copies(
     Runs on the simulation loop: ``sim.loop.run(count_copies(...))``.
     """
     check_templates(config, scenario, templates)
-    simulation = Simulation(config if preemption else without_preemption(config), seed=seed)
-    await simulation.run(scenario)
+    simulation = Simulation(
+        config if preemption else without_preemption(config), seed=seed, utilisation=False
+    )
+    with frozen_while_working():  # the scenario
+        await simulation.run(scenario)
+        with frozen_while_working():  # and the settled cluster
+            return await _place_copies(
+                simulation,
+                templates,
+                config.profiles[0].scheduler_name,
+                preemption=preemption,
+                max_limit=max_limit,
+                matrix=matrix,
+            )
+
+
+async def _place_copies(
+    simulation: Simulation,
+    templates: Sequence[PodTemplate],
+    default_profile: str,
+    *,
+    preemption: bool,
+    max_limit: int,
+    matrix: bool,
+) -> CapacityResult:
+    """Copies of ``templates`` in turn on the settled cluster until one fails."""
     cluster = simulation.cluster
     counts = [TemplateCount(template) for template in templates]
     before = node_utilisation(cluster.nodes, cluster.pods.values()) if matrix else {}
     if matrix:
         for count in counts:
             count.matrix = NodeMatrix.for_nodes(cluster.nodes)
-    default_profile = config.profiles[0].scheduler_name
     index = -1
+    if len(counts) == 1 and not matrix and not max_limit:
+        index += _fill_by_waves(simulation, counts[0], default_profile, preemption=preemption)
+        await simulation.run_until_quiet()
     while True:
         index += 1
         if max_limit and index >= max_limit:
@@ -171,9 +204,7 @@ async def count_copies(
         objects, keys = count.template.copy_objects(index, cluster.pods)
         simulation.attempts.clear()
         for raw in objects:
-            if raw["kind"] == "Pod" and not (raw.get("spec") or {}).get("schedulerName"):
-                raw["spec"] = {**raw["spec"], "schedulerName": default_profile}
-            simulation.apply(raw)
+            simulation.apply(_for_profile(raw, default_profile))
         await simulation.run_until_quiet()
         placed = [(cluster.pods[key]["spec"].get("nodeName") or "") for key in keys]
         failed = keys[placed.index("")] if not all(placed) else ""
@@ -191,6 +222,48 @@ async def count_copies(
         if not message and last is not None:
             message = last.message
         return _result(simulation, counts, STOP_UNSCHEDULABLE, message, before)
+
+
+def _for_profile(raw: dict[str, Any], default_profile: str) -> dict[str, Any]:
+    """A copy's object; a pod that names no scheduler is meant for the configuration's first
+    profile."""
+    if raw["kind"] == "Pod" and not (raw.get("spec") or {}).get("schedulerName"):
+        raw["spec"] = {**raw["spec"], "schedulerName": default_profile}
+    return raw
+
+
+def _fill_by_waves(
+    simulation: Simulation, count: TemplateCount, default_profile: str, *, preemption: bool
+) -> int:
+    """Place the copies of a single template wave by wave when they only compete for node room
+    (:mod:`.capacity_fill`); the number placed, zero when they must go one by one."""
+    scheduler = simulation.start()
+    cluster = simulation.cluster
+    objects, _ = count.template.copy_objects(0, cluster.pods)
+    if count.template.pod_group is not None:
+        return 0
+    first = _for_profile(objects[0], default_profile)
+    framework = scheduler.profiles.get(first["spec"]["schedulerName"])
+    if framework is None:
+        return 0
+    pending = [
+        Pod(raw)
+        for raw in cluster.pods.values()
+        if not raw["spec"].get("nodeName")
+        and raw["spec"].get("schedulerName") in scheduler.profiles
+    ]
+    copy_pod = admitted_copy(first, cluster.priority_classes)
+    if wave_obstacle(framework, copy_pod, pending, preemption=preemption):
+        return 0
+
+    def place(node: str) -> None:
+        objects, keys = count.template.copy_objects(len(count.placed), cluster.pods)
+        raw = _for_profile(objects[0], default_profile)
+        raw["spec"] = {**raw["spec"], "nodeName": node}
+        simulation.apply(raw)
+        count.placed.append(keys)
+
+    return fill_by_waves(scheduler, framework, copy_pod, place)
 
 
 def _result(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -72,7 +73,7 @@ def generated_claim_base(pod_name: str, entry: str) -> str:
 class ResourceClaimController:
     def __init__(self, api: ClusterObjects) -> None:
         self._api = api
-        self._queue: dict[tuple[str, str], Raw | None] = {}
+        self._queue: OrderedDict[tuple[str, str], Raw | None] = OrderedDict()
         self._suffixes = itertools.count()
         self._running = False
 
@@ -98,8 +99,7 @@ class ResourceClaimController:
         self._running = True
         try:
             while self._queue:
-                (what, key), raw = next(iter(self._queue.items()))
-                del self._queue[(what, key)]
+                (what, key), raw = self._queue.popitem(last=False)
                 if what == _SYNC_POD:
                     self._sync_pod(key)
                 elif raw is not None:

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kopf_scheduler.config.documents import copy_document
 from kopf_scheduler.informer.handlers import ADDED, DELETED, MODIFIED
 from kopf_scheduler.model.pdb import PodDisruptionBudget
 from kopf_scheduler.model.pod import DISRUPTION_TARGET, Pod
@@ -157,7 +158,7 @@ class InMemoryCluster:
         return obj
 
     def _create(self, raw: Mapping[str, Any]) -> Raw:
-        obj: Raw = copy.deepcopy(dict(raw))
+        obj: Raw = copy_document(raw)
         kind = obj.get("kind", "")
         replaced: list[str] = []
         metadata = obj.setdefault("metadata", {})

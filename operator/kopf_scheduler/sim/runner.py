@@ -79,9 +79,13 @@ class Simulation:
         max_virtual_seconds: float = 24 * 3600.0,
         max_binding_cycles: int = DEFAULT_MAX_BINDING_CYCLES,
         explain: bool = False,
+        utilisation: bool = True,
     ) -> None:
         self.config = config
         self.explain = explain
+        self.utilisation = utilisation
+        """Measure every node's utilisation before and after the run for the result (two walks of
+        every pod); the capacity count measures its own and switches this off."""
         """Take each attempt record's plugin states as the attempt ends (what a gang member's
         group looked like then), for a report that shows them; they cost a walk of the
         snapshot per gang attempt, so only a report that shows them asks."""
@@ -218,6 +222,8 @@ class Simulation:
         await self._drive(scheduler, self.clock.now())
 
     def _utilisation(self) -> dict[str, Utilisation]:
+        if not self.utilisation:
+            return {}
         cluster = self.cluster
         return node_utilisation(
             cluster.nodes,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kopf_scheduler.config.documents import copy_document
 from kopf_scheduler.model.pod_group import POD_GROUP_LABEL
 from kopf_scheduler.sim.scenario import ScenarioError, check_object, read_documents
 
@@ -73,7 +74,7 @@ class PodTemplate:
             name = f"{self.name}-{suffix}" if group_name == "" else f"{self.name}-{suffix}-{member}"
             while f"{self.namespace}/{name}" in taken:
                 name += "-x"
-            pod = copy.deepcopy(dict(self.pod))
+            pod = copy_document(self.pod)
             metadata = dict(pod.get("metadata") or {})
             metadata["name"] = name
             metadata["namespace"] = self.namespace

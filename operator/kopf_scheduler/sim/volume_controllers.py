@@ -33,6 +33,7 @@ this one looks again at once.
 from __future__ import annotations
 
 import copy
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -106,8 +107,9 @@ class VolumeControllers:
 
     def __init__(self, api: ClusterObjects) -> None:
         self._api = api
-        self._queue: dict[tuple[str, str], None] = {}
-        """Work items in arrival order, each at most once (an insertion-ordered set)."""
+        self._queue: OrderedDict[tuple[str, str], None] = OrderedDict()
+        """Work items in arrival order, each at most once; taken from the front in constant time
+        (a plain dict slows down as its front fills with deleted slots)."""
         self._running = False
 
     def observe(self, kind: str, event_type: str, raw: Mapping[str, Any]) -> None:
@@ -156,9 +158,7 @@ class VolumeControllers:
         self._running = True
         try:
             while self._queue:
-                item = next(iter(self._queue))
-                del self._queue[item]
-                what, key = item
+                (what, key), _ = self._queue.popitem(last=False)
                 if what == _SYNC_VOLUME:
                     self._sync_volume(key)
                 elif what == _SYNC_CLAIM:
