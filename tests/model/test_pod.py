@@ -65,6 +65,20 @@ def test_pod_requests(builder, cpu: int, memory: int) -> None:
     assert pod.requests.memory == memory
 
 
+def test_pods_of_one_shape_get_requests_of_their_own() -> None:
+    first = make_pod("a").req(cpu="500m", memory="1Gi").pod()
+    first.requests.milli_cpu += 1
+    first.non_zero_requests.memory += 1
+    second = make_pod("b").req(cpu="500m", memory="1Gi").pod()
+    assert (second.requests.milli_cpu, second.non_zero_requests.memory) == (500, GI)
+
+
+def test_a_sidecar_is_not_a_regular_init_container_of_the_same_requests() -> None:
+    regular = make_pod("a").req(cpu="1").init_container(cpu="2").pod()
+    sidecar = make_pod("b").req(cpu="1").init_container(sidecar=True, cpu="2").pod()
+    assert (regular.requests.milli_cpu, sidecar.requests.milli_cpu) == (2000, 3000)
+
+
 def test_overhead_is_added() -> None:
     raw = make_pod("p").req(cpu="1").obj()
     raw["spec"]["overhead"] = {"cpu": "250m", "memory": "100Mi"}

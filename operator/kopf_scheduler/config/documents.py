@@ -158,12 +158,13 @@ def _no_constant(name: str) -> Any:
 def _check_depth(document: Any) -> None:
     level: list[Any] = [document]
     for _ in range(MAX_DEPTH):
-        level = [
-            child
-            for value in level
-            if isinstance(value, dict | list)
-            for child in (value.values() if isinstance(value, dict) else value)
-        ]
+        below: list[Any] = []
+        for value in level:
+            if isinstance(value, dict):
+                below.extend(child for child in value.values() if isinstance(child, dict | list))
+            elif isinstance(value, list):
+                below.extend(child for child in value if isinstance(child, dict | list))
+        level = below
         if not level:
             return
     if level:

@@ -96,6 +96,14 @@ def _rounded_up(text: str, scale: int) -> int | None:
     return None if parsed is None else math.ceil(parsed * scale)
 
 
+@lru_cache(maxsize=4096)
+def is_well_formed_non_negative(text: str) -> bool:
+    """Whether ``text`` is a quantity string of zero or more (a check that loading repeats for
+    every resource of every pod, so answered once per string)."""
+    parsed = _parse(text) if text.strip() == text else None
+    return parsed is not None and parsed >= 0
+
+
 def milli_value(value: object, field: str = "quantity") -> int:
     """The quantity in thousandths, rounded up (how CPU is compared)."""
     if type(value) is str and (milli := _rounded_up(value, 1000)) is not None:

@@ -10,8 +10,11 @@ plus the pod overhead; with ``non_zero`` set, containers without a CPU or memory
 
 from __future__ import annotations
 
+import marshal
 from collections.abc import Mapping
 from typing import Any
+
+import cachetools
 
 from kopf_scheduler.model.errors import InvalidObjectError
 from kopf_scheduler.model.quantity import milli_value, whole_value
@@ -205,8 +208,46 @@ def pod_requests(spec: Mapping[str, Any], *, non_zero: bool = False) -> Resource
     return non_zero_requests if non_zero else requests
 
 
+_REQUESTS_BY_SHAPE: cachetools.LRUCache[bytes, tuple[Resource, Resource]] = cachetools.LRUCache(
+    maxsize=4096
+)
+"""Both requests of a pod by everything they depend on: the pods of one workload share it."""
+
+
+def _requests_shape(spec: Mapping[str, Any]) -> bytes | None:
+    """The parts of ``spec`` its requests depend on, as a key; None when they cannot be one."""
+    try:
+        return marshal.dumps(
+            (
+                [c.get("resources") for c in spec.get("containers") or []],
+                [
+                    (c.get("resources"), c.get("restartPolicy"))
+                    for c in spec.get("initContainers") or []
+                ],
+                spec.get("resources"),
+                spec.get("overhead"),
+            )
+        )
+    except (AttributeError, TypeError, ValueError):  # malformed: computed, and refused, in full
+        return None
+
+
 def pod_requests_and_non_zero(spec: Mapping[str, Any]) -> tuple[Resource, Resource]:
-    """:func:`pod_requests` of ``spec`` without and with ``non_zero``, each container read once."""
+    """:func:`pod_requests` of ``spec`` without and with ``non_zero``, each container read once.
+
+    The pair is fresh for each call (a :class:`Resource` can be changed); the arithmetic is done
+    once per distinct shape of requests.
+    """
+    shape = _requests_shape(spec)
+    known = _REQUESTS_BY_SHAPE.get(shape) if shape is not None else None
+    if known is None:
+        known = _compute_pod_requests(spec)
+        if shape is not None:
+            _REQUESTS_BY_SHAPE[shape] = known
+    return known[0].copy(), known[1].copy()
+
+
+def _compute_pod_requests(spec: Mapping[str, Any]) -> tuple[Resource, Resource]:
     totals = (Resource(), Resource())
     for index, container in enumerate(spec.get("containers") or []):
         requests = _container_requests(container, f"spec.containers[{index}]")

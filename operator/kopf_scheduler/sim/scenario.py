@@ -17,10 +17,10 @@ A scenario may also hold one KubeSchedulerConfiguration: the profiles it is mean
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from kopf_scheduler.config.documents import (
     DocumentError,
@@ -39,7 +39,7 @@ from kopf_scheduler.model.pdb import PodDisruptionBudget
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.pod_group import PodGroup
 from kopf_scheduler.model.priority_class import PriorityClass
-from kopf_scheduler.model.quantity import parse_quantity
+from kopf_scheduler.model.quantity import is_well_formed_non_negative, parse_quantity
 from kopf_scheduler.model.resource_claim import ResourceClaim
 from kopf_scheduler.model.storage import (
     CSIDriver,
@@ -219,24 +219,28 @@ _RESOURCE_LISTS: dict[str, tuple[tuple[str, ...], ...]] = {
 """Where each kind keeps resource quantities outside its containers (pods: also per container)."""
 
 
+def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    return isinstance(value, dict | Mapping)  # dict first: the common case, and a quick check
+
+
 def _resource_lists(kind: str, obj: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """``(field path, {resource: quantity})`` for every resource list of ``obj``."""
     found: list[tuple[str, Any]] = []
     for path in _RESOURCE_LISTS.get(kind, ()):
         value: Any = obj
         for key in path:
-            value = value.get(key) if isinstance(value, Mapping) else None
+            value = value.get(key) if _is_mapping(value) else None
         found.append((".".join(path), value))
     if kind == "Pod":
-        spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
+        spec = obj.get("spec") if _is_mapping(obj.get("spec")) else {}
         assert isinstance(spec, Mapping)
         for group in ("initContainers", "containers"):
             containers = spec.get(group)
-            if not isinstance(containers, Sequence):
+            if not isinstance(containers, list | tuple):
                 continue
             for index, container in enumerate(containers):
-                resources = container.get("resources") if isinstance(container, Mapping) else None
-                if not isinstance(resources, Mapping):
+                resources = container.get("resources") if _is_mapping(container) else None
+                if not _is_mapping(resources):
                     continue
                 for part in ("requests", "limits"):
                     found.append((f"spec.{group}[{index}].resources.{part}", resources.get(part)))
@@ -246,9 +250,11 @@ def _resource_lists(kind: str, obj: Mapping[str, Any]) -> list[tuple[str, Any]]:
 def _check_non_negative(kind: str, obj: Mapping[str, Any]) -> None:
     """The API server refuses negative quantities ("must be greater than or equal to 0")."""
     for path, resources in _resource_lists(kind, obj):
-        if not isinstance(resources, Mapping):
+        if not _is_mapping(resources):
             continue
         for name, quantity in resources.items():
+            if type(quantity) is str and is_well_formed_non_negative(quantity):
+                continue
             field = f"{path}[{name}]"
             if parse_quantity(quantity, field) < 0:
                 raise InvalidObjectError(
