@@ -156,19 +156,15 @@ def _no_constant(name: str) -> Any:
 
 
 def _check_depth(document: Any) -> None:
-    level: list[Any] = [document]
+    level: list[Any] = [document] if isinstance(document, dict | list) else []
     for _ in range(MAX_DEPTH):
         below: list[Any] = []
-        for value in level:
-            if isinstance(value, dict):
-                below.extend(child for child in value.values() if isinstance(child, dict | list))
-            elif isinstance(value, list):
-                below.extend(child for child in value if isinstance(child, dict | list))
-        level = below
-        if not level:
+        for value in level:  # only dicts and lists are kept in a level
+            below.extend(value.values() if isinstance(value, dict) else value)
+        if not below:
             return
-    if level:
-        raise DocumentError(f"nested more than {MAX_DEPTH} levels deep")
+        level = [child for child in below if isinstance(child, dict | list)]
+    raise DocumentError(f"nested more than {MAX_DEPTH} levels deep")
 
 
 def load_json(text: str) -> Any:
