@@ -1,4 +1,5 @@
-"""``python -m differential``: campaigns, saved cases, single scenarios, reduction, recording.
+"""``python -m differential``: campaigns, saved cases, single scenarios, reduction, recording,
+race rates.
 
 Every command that plays scenarios starts (or reuses) a control plane of its own in
 ``--cluster-dir`` (default ``$DIFFERENTIAL_CLUSTER_DIR``, else
@@ -38,7 +39,10 @@ from .campaign import run_all as play_all
 from .compare import Verdict
 from .generator import PROFILES, generate
 from .normalise import ASPECTS, normalise
-from .record import OURS, UPSTREAM
+from .rates import measure, play_alternately
+from .rates import render as render_rates
+from .rates import to_json as rates_json
+from .record import OURS, UPSTREAM, RunRecord
 from .reduce import reduce
 from .report import CampaignInfo, aspect_details, details, render, summary
 from .runner import Lab, RunnerError
@@ -290,6 +294,27 @@ def cmd_record(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rates(args: argparse.Namespace) -> int:
+    """Each scenario played ``--runs`` times by each side in turn; how often each way came out."""
+    if args.runs < 2:
+        raise UsageError("--runs must be at least 2")
+    aspects = args.aspect or list(ASPECTS)
+    out = Path(args.out) / datetime.now(UTC).strftime("rates-%Y%m%dT%H%M%S")
+    out.mkdir(parents=True, exist_ok=True)
+    with _lab(args, out) as lab:
+        for name in args.scenario:
+            scenario = resolve(name)
+
+            def save(record: RunRecord, attempt: int, where: Path = out / scenario.name) -> None:
+                record.save(where / f"{record.side}-{attempt}.json")
+
+            upstream, ours = play_alternately(lab, scenario, args.runs, save=save)
+            (out / f"{scenario.name}.json").write_text(rates_json(scenario.name, upstream, ours))
+            _say(render_rates(scenario.name, args.runs, measure(upstream, ours, aspects)))
+    _say(f"every run's outcome and raw record: {out}")
+    return 0
+
+
 # -- arguments --------------------------------------------------------------------------------
 
 
@@ -371,6 +396,21 @@ def parser() -> argparse.ArgumentParser:
     ci.add_argument("--command-line", help="the command to name in the report")
     playing(ci)
     ci.set_defaults(handler=cmd_ci)
+
+    rates = commands.add_parser(
+        "rates",
+        help="play scenarios many times with each scheduler in turn and count how often each "
+        "pod's outcome came out each way",
+    )
+    rates.add_argument("scenario", nargs="+", help="<profile>-<seed>, scenario or case files")
+    rates.add_argument("--runs", type=int, default=20, help="runs of each side (default 20)")
+    rates.add_argument(
+        "--aspect", action="append", choices=ASPECTS, help="the aspects to count (default: all)"
+    )
+    rates.add_argument("--cluster-dir", help="state directory of the control plane to use")
+    rates.add_argument("--keep-cluster", action="store_true")
+    rates.add_argument("--out", default=str(DEFAULT_OUT), help="where outcomes and raw runs go")
+    rates.set_defaults(handler=cmd_rates)
 
     def case_making(sub: argparse.ArgumentParser, out_dir: str) -> None:
         sub.add_argument("scenario", help="<profile>-<seed> or a scenario file")
