@@ -7,14 +7,7 @@ from kopf_scheduler.cache.node_info import NodeInfo
 from kopf_scheduler.cache.snapshot import Snapshot
 from kopf_scheduler.model.resources import Resource
 from tests.builders import make_node, make_pod
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.clock import FakeClock
 
 
 def _state(cache: Cache) -> dict[str, tuple[dict[str, int], dict[str, int], list[str], int]]:
@@ -60,12 +53,12 @@ def test_assumed_pod_expires_after_ttl_once_binding_finished() -> None:
     cache.add_node(make_node("n1").node())
     pod = make_pod("p").req(cpu="1").pod().assigned_to("n1")
     cache.assume_pod(pod)
-    clock.now = 100
+    clock.t = 100
     assert cache.cleanup_expired_assumed_pods() == []
     cache.finish_binding(pod)
-    clock.now = 129
+    clock.t = 129
     assert cache.cleanup_expired_assumed_pods() == []
-    clock.now = 130
+    clock.t = 130
     assert [p.uid for p in cache.cleanup_expired_assumed_pods()] == [pod.uid]
     assert cache.get_node_info("n1").requested.milli_cpu == 0  # type: ignore[union-attr]
 

@@ -11,6 +11,7 @@ from differential.runner import WAVE_PHASE, Lab, seconds_to_phase
 from differential.scenario import Wave
 
 from differential import runner
+from tests.clock import FakeClock
 
 
 @pytest.mark.parametrize("wall", [1000.0, 1000.2, 1000.21, 1000.5, 1000.99, 1234567.05])
@@ -20,31 +21,13 @@ def test_the_wait_reaches_the_phase_within_a_second(wall: float) -> None:
     assert (wall + wait) % 1.0 == pytest.approx(WAVE_PHASE, abs=1e-6)
 
 
-class FakeClock:
-    """Wall and monotonic time that move only when slept through."""
-
-    def __init__(self, wall: float) -> None:
-        self.wall = wall
-        self.mono = 50.0
-
-    def time(self) -> float:
-        return self.wall
-
-    def monotonic(self) -> float:
-        return self.mono
-
-    def sleep(self, seconds: float) -> None:
-        self.wall += seconds
-        self.mono += seconds
-
-
 class WaveRecorder:
     def __init__(self, clock: FakeClock) -> None:
         self.clock = clock
         self.created: list[tuple[str, float]] = []
 
     def _create_wave(self, wave: Wave) -> None:
-        self.created.append((wave.pods[0]["metadata"]["name"], self.clock.wall))
+        self.created.append((wave.pods[0]["metadata"]["name"], self.clock.t))
 
 
 def _wave(name: str, after: float) -> Wave:
@@ -56,7 +39,7 @@ def test_waves_keep_their_offsets_from_the_same_point_in_the_second(
     monkeypatch: pytest.MonkeyPatch, start: float
 ) -> None:
     clock = FakeClock(start)
-    monkeypatch.setattr(runner, "time", clock)
+    monkeypatch.setattr(runner, "time", clock.as_time_module())
     lab: Any = WaveRecorder(clock)
     Lab._create_waves(lab, [_wave("first", 0.0), _wave("second", 1.5)])
     (first, first_at), (second, second_at) = lab.created

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -100,19 +99,3 @@ class FakeEvents:
 
     def record(self, event: Event) -> None:
         self.events.append(event)
-
-
-class FakeClock:
-    """Time moves only when the code under test sleeps."""
-
-    def __init__(self) -> None:
-        self.t = 0.0
-        self.sleeps: list[float] = []
-
-    def now(self) -> float:
-        return self.t
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.t += seconds
-        await asyncio.sleep(0)

@@ -9,7 +9,8 @@ import pytest
 
 from kopf_scheduler.gangs.status_keeper import PodGroupStatusKeeper
 from kopf_scheduler.ports import ApiError, ObjectRef
-from tests.gangs.support import FakeClock, FakeEvents, FakeWriter, raw_pod, raw_pod_group
+from tests.clock import FakeClock
+from tests.gangs.support import FakeEvents, FakeWriter, raw_pod, raw_pod_group
 
 
 class Leadership:

@@ -14,7 +14,8 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 
 from kopf_scheduler.k8s.client import Api
 from kopf_scheduler.k8s.ratelimit import Unlimited
-from tests.k8s.support import SteppingClock
+from tests.clock import FakeClock
+from tests.k8s.support import START
 
 
 @pytest.fixture
@@ -23,12 +24,12 @@ def kmock_options(kmock_options: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture
-def clock() -> SteppingClock:
-    return SteppingClock()
+def clock() -> FakeClock:
+    return FakeClock(START)
 
 
 @pytest.fixture
-async def api(kmock: kmock.RawHandler, clock: SteppingClock) -> AsyncIterator[Api]:
+async def api(kmock: kmock.RawHandler, clock: FakeClock) -> AsyncIterator[Api]:
     client = ApiClient(Configuration(host=str(kmock.url).rstrip("/")))
     api = Api(client, limiter=Unlimited(), clock=clock, timeout=10.0)
     yield api

@@ -15,25 +15,6 @@ START = 1_767_225_600.0
 """2026-01-01T00:00:00Z."""
 
 
-class SteppingClock:
-    """A clock whose ``sleep`` returns at once after moving time forward; sleeps are recorded."""
-
-    def __init__(self, start: float = START) -> None:
-        self.t = start
-        self.sleeps: list[float] = []
-
-    def now(self) -> float:
-        return self.t
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.t += max(0.0, seconds)
-        await asyncio.sleep(0)
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
-
-
 def status(code: int, reason: str, message: str) -> dict[str, Any]:
     """A ``Status`` body as the API server sends with errors."""
     return {

@@ -11,7 +11,8 @@ from kopf_scheduler.k8s.client import Api
 from kopf_scheduler.k8s.metrics import PrometheusMetrics
 from kopf_scheduler.ports import ApiError, ConflictError, NotFoundError
 from tests.builders import make_pod
-from tests.k8s.support import SteppingClock, reply
+from tests.clock import FakeClock
+from tests.k8s.support import reply
 
 PATH = "/api/v1/namespaces/team/pods/web/binding"
 
@@ -95,7 +96,7 @@ async def test_already_assigned_to_the_same_node_is_success(
 
 
 async def test_a_binding_retried_after_a_lost_reply_lands_as_success(
-    kmock: kmock.RawHandler, api: Api, clock: SteppingClock
+    kmock: kmock.RawHandler, api: Api, clock: FakeClock
 ) -> None:
     # The first request binds the pod but its reply is a 503 (e.g. from a proxy); the retry
     # then meets the pod already assigned to the same node.
@@ -110,7 +111,7 @@ async def test_a_binding_retried_after_a_lost_reply_lands_as_success(
 
 
 async def test_a_binding_is_timed_once_with_its_retries(
-    kmock: kmock.RawHandler, api: Api, clock: SteppingClock
+    kmock: kmock.RawHandler, api: Api, clock: FakeClock
 ) -> None:
     metrics = PrometheusMetrics()
     api.metrics = metrics

@@ -15,7 +15,8 @@ from kopf_scheduler.k8s.client import Api, load_configuration, make_api, proxy_f
 from kopf_scheduler.k8s.errors import ClientConfigError
 from kopf_scheduler.k8s.ratelimit import TokenBucket
 from kopf_scheduler.ports import ApiError
-from tests.k8s.support import SteppingClock, ok, reply
+from tests.clock import FakeClock
+from tests.k8s.support import START, ok, reply
 
 PODS = "/api/v1/pods"
 
@@ -119,7 +120,7 @@ async def test_every_attempt_waits_for_the_limiter(kmock: kmock.RawHandler) -> N
     api = Api(
         ApiClient(Configuration(host=str(kmock.url).rstrip("/"))),
         limiter=limiter,
-        clock=SteppingClock(),
+        clock=FakeClock(START),
     )
     sibling = api.with_limiter(CountingLimiter())
     try:

@@ -17,7 +17,8 @@ from kopf_scheduler.k8s.metrics import PrometheusMetrics
 from kopf_scheduler.k8s.ratelimit import Unlimited
 from kopf_scheduler.k8s.retry import NO_RETRY
 from kopf_scheduler.ports import ApiError
-from tests.k8s.support import SteppingClock, ok, reply
+from tests.clock import FakeClock
+from tests.k8s.support import START, ok, reply
 
 PODS = "/api/v1/pods"
 
@@ -29,7 +30,7 @@ def metrics() -> PrometheusMetrics:
 
 @pytest.fixture
 async def measured_api(
-    kmock: kmock.RawHandler, clock: SteppingClock, metrics: PrometheusMetrics
+    kmock: kmock.RawHandler, clock: FakeClock, metrics: PrometheusMetrics
 ) -> AsyncIterator[Api]:
     client = ApiClient(Configuration(host=str(kmock.url).rstrip("/")))
     api = Api(client, limiter=Unlimited(), clock=clock, timeout=10.0, metrics=metrics)
@@ -57,7 +58,7 @@ async def test_every_attempt_is_counted_and_the_request_timed_once(
     kmock: kmock.RawHandler,
     measured_api: Api,
     metrics: PrometheusMetrics,
-    clock: SteppingClock,
+    clock: FakeClock,
 ) -> None:
     kmock[f"get {PODS}"][:2] << (lambda: reply(503, "ServiceUnavailable", "busy"))
     kmock[f"get {PODS}"] << (lambda: ok({"kind": "PodList", "items": []}))
@@ -89,7 +90,7 @@ async def test_failed_requests_are_counted_under_their_code(
 async def test_an_attempt_without_a_reply_is_an_error_code() -> None:
     metrics = PrometheusMetrics()
     client = ApiClient(Configuration(host="http://127.0.0.1:9"))  # nothing listens there
-    api = Api(client, limiter=Unlimited(), clock=SteppingClock(), timeout=5.0, metrics=metrics)
+    api = Api(client, limiter=Unlimited(), clock=FakeClock(START), timeout=5.0, metrics=metrics)
     try:
         with pytest.raises(ApiError):
             await api.request("GET", PODS, retry=NO_RETRY)

@@ -19,7 +19,8 @@ from kopf_scheduler.k8s.client import Api, make_api
 from kopf_scheduler.k8s.credentials import TOKEN_LEEWAY, TOKEN_PERIOD, FileToken
 from kopf_scheduler.ports import ApiError
 from kopf_scheduler.service.serving_cert import self_signed_pem
-from tests.k8s.support import SteppingClock, ok, reply
+from tests.clock import FakeClock
+from tests.k8s.support import START, ok, reply
 
 PODS = "/api/v1/pods"
 POD_LIST = {"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": []}
@@ -64,7 +65,7 @@ class RotatingServer:
 
 @pytest.fixture
 async def rotating(
-    kmock: kmock.RawHandler, tmp_path: pathlib.Path, clock: SteppingClock
+    kmock: kmock.RawHandler, tmp_path: pathlib.Path, clock: FakeClock
 ) -> AsyncIterator[tuple[RotatingServer, pathlib.Path, Api]]:
     server = RotatingServer("first")
     kmock[f"get {PODS}"] << server
@@ -81,7 +82,7 @@ async def rotating(
 
 
 async def test_a_rotated_token_file_is_used_once_the_kept_token_is_due(
-    rotating: tuple[RotatingServer, pathlib.Path, Api], clock: SteppingClock
+    rotating: tuple[RotatingServer, pathlib.Path, Api], clock: FakeClock
 ) -> None:
     server, token, api = rotating
     await api.request("GET", PODS)
@@ -97,7 +98,7 @@ async def test_a_rotated_token_file_is_used_once_the_kept_token_is_due(
 
 
 async def test_a_401_reads_the_token_file_at_once_and_sends_again(
-    rotating: tuple[RotatingServer, pathlib.Path, Api], clock: SteppingClock
+    rotating: tuple[RotatingServer, pathlib.Path, Api], clock: FakeClock
 ) -> None:
     server, token, api = rotating
     await api.request("GET", PODS)
@@ -123,7 +124,7 @@ async def test_a_401_with_the_token_on_disk_is_final_and_sent_once(
 
 
 async def test_a_token_read_again_for_the_request_itself_is_not_sent_twice(
-    rotating: tuple[RotatingServer, pathlib.Path, Api], clock: SteppingClock
+    rotating: tuple[RotatingServer, pathlib.Path, Api], clock: FakeClock
 ) -> None:
     # The kept token is due: the request reads the file and carries the new token. A 401 to
     # that token is final; sending the very same token again would be refused again.
@@ -141,7 +142,7 @@ async def test_a_token_read_again_for_the_request_itself_is_not_sent_twice(
 
 
 def test_an_unreadable_token_file_keeps_the_token_read_before(tmp_path: pathlib.Path) -> None:
-    clock = SteppingClock()
+    clock = FakeClock(START)
     path = tmp_path / "token"
     path.write_text("first")
     token = FileToken(str(path), clock=clock)
@@ -183,7 +184,7 @@ async def test_a_changed_ca_file_is_trusted_on_the_next_connection(
     kubeconfig = write_kubeconfig(
         tmp_path / "config", f"https://127.0.0.1:{server.port}", ca_file=str(ca)
     )
-    clock = SteppingClock()
+    clock = FakeClock(START)
     api = await make_api(str(kubeconfig), qps=-1, clock=clock)
     try:
         with pytest.raises(ApiError, match="certificate verify failed"):

@@ -21,8 +21,9 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from kopf_scheduler.k8s.client import Api
 from kopf_scheduler.k8s.ratelimit import Unlimited
 from kopf_scheduler.k8s.reflector import ADDED, Reflector
+from tests.clock import FakeClock
 from tests.k8s.cutting_server import BROKEN, CUT, WATCH, CuttingServer, serving
-from tests.k8s.support import SteppingClock
+from tests.k8s.support import START
 
 PODS = "/api/v1/pods"
 POD = "/api/v1/namespaces/ns/pods/p"
@@ -51,7 +52,7 @@ async def server() -> AsyncIterator[CuttingServer]:
 @pytest.fixture
 async def api(server: CuttingServer) -> AsyncIterator[Api]:
     client = ApiClient(Configuration(host=server.url))
-    api = Api(client, limiter=Unlimited(), clock=SteppingClock(), timeout=10.0)
+    api = Api(client, limiter=Unlimited(), clock=FakeClock(START), timeout=10.0)
     yield api
     await api.close()
 

@@ -17,7 +17,8 @@ from kopf_scheduler.k8s.delegated_auth import (
     UserInfo,
 )
 from kopf_scheduler.ports import ApiError
-from tests.k8s.support import SteppingClock, reply
+from tests.clock import FakeClock
+from tests.k8s.support import reply
 
 PROMETHEUS = UserInfo(
     "system:serviceaccount:monitoring:prometheus",
@@ -50,7 +51,7 @@ def access_review(status: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture
-def auth(api: Api, clock: SteppingClock) -> DelegatedAuth:
+def auth(api: Api, clock: FakeClock) -> DelegatedAuth:
     return DelegatedAuth(api, clock)
 
 
@@ -125,7 +126,7 @@ async def test_the_review_status_decides(
 
 
 async def test_answers_are_cached_for_ten_seconds(
-    kmock: kmock.RawHandler, auth: DelegatedAuth, clock: SteppingClock
+    kmock: kmock.RawHandler, auth: DelegatedAuth, clock: FakeClock
 ) -> None:
     kmock[f"post {TOKEN_REVIEWS_PATH}"] << (lambda: token_review(True))
     kmock[f"post {SUBJECT_ACCESS_REVIEWS_PATH}"] << (lambda: access_review({"allowed": True}))

@@ -22,7 +22,8 @@ from kopf_scheduler.k8s.ratelimit import Unlimited
 from kopf_scheduler.k8s.reflector import Reflector
 from kopf_scheduler.k8s.retry import NO_RETRY
 from kopf_scheduler.ports import ApiError
-from tests.k8s.support import SteppingClock, reply
+from tests.clock import FakeClock
+from tests.k8s.support import START, reply
 
 PODS = "/api/v1/pods"
 
@@ -94,7 +95,7 @@ async def test_a_reply_with_an_error_status_is_not_an_outage(
 def test_before_it_is_armed_an_outage_is_counted_but_not_logged(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    report = OutageReport(SteppingClock())
+    report = OutageReport(FakeClock(START))
     report.no_reply("refused")
     report.no_reply("refused")
     assert (report.down, report.failed_requests) == (True, 2)
@@ -104,7 +105,7 @@ def test_before_it_is_armed_an_outage_is_counted_but_not_logged(
 
 
 async def test_a_watch_without_a_reply_leaves_the_telling_to_the_outage_report(
-    api: Api, clock: SteppingClock, caplog: pytest.LogCaptureFixture
+    api: Api, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
     api.outage.arm()

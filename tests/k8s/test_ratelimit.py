@@ -8,11 +8,12 @@ import pytest
 
 from kopf_scheduler.k8s.ratelimit import TokenBucket, Unlimited, limiter_for
 from kopf_scheduler.sim.clock import VirtualClock
-from tests.k8s.support import SteppingClock
+from tests.clock import FakeClock
+from tests.k8s.support import START
 
 
 async def test_a_full_bucket_serves_the_burst_without_waiting() -> None:
-    clock = SteppingClock()
+    clock = FakeClock(START)
     bucket = TokenBucket(qps=10, burst=3, clock=clock)
 
     for _ in range(3):
@@ -22,7 +23,7 @@ async def test_a_full_bucket_serves_the_burst_without_waiting() -> None:
 
 
 async def test_beyond_the_burst_each_request_waits_one_token_interval() -> None:
-    clock = SteppingClock()
+    clock = FakeClock(START)
     bucket = TokenBucket(qps=10, burst=2, clock=clock)
 
     for _ in range(5):
@@ -33,7 +34,7 @@ async def test_beyond_the_burst_each_request_waits_one_token_interval() -> None:
 
 
 async def test_idle_time_refills_up_to_the_burst_only() -> None:
-    clock = SteppingClock()
+    clock = FakeClock(START)
     bucket = TokenBucket(qps=10, burst=2, clock=clock)
     await bucket.acquire()
     await bucket.acquire()

@@ -16,8 +16,9 @@ from kopf_scheduler.k8s.client import Api
 from kopf_scheduler.k8s.metrics import PrometheusMetrics
 from kopf_scheduler.k8s.ratelimit import Unlimited
 from kopf_scheduler.k8s.reflector import INITIAL_BACKOFF, Reflector
+from tests.clock import FakeClock
 from tests.k8s.cutting_server import CuttingServer, serving
-from tests.k8s.support import START, SteppingClock, reply
+from tests.k8s.support import START, reply
 
 PODS = "/api/v1/pods"
 
@@ -207,7 +208,7 @@ async def test_the_first_list_comes_from_the_watch_cache_and_a_relist_is_consist
 
 
 async def test_a_failed_watch_is_retried_from_the_same_version_after_a_backoff(
-    kmock: kmock.RawHandler, api: Api, clock: SteppingClock, reflector: Reflector
+    kmock: kmock.RawHandler, api: Api, clock: FakeClock, reflector: Reflector
 ) -> None:
     server = Server(
         lists=[pod_list("10")],
@@ -327,7 +328,7 @@ async def test_a_cycle_woken_by_one_event_runs_before_the_next_event_of_the_same
 
     async with serving(server):
         client = ApiClient(Configuration(host=server.url))
-        api = Api(client, limiter=Unlimited(), clock=SteppingClock(), timeout=10.0)
+        api = Api(client, limiter=Unlimited(), clock=FakeClock(START), timeout=10.0)
         reflector = Reflector(api, PODS, deliver)
         cycle = asyncio.create_task(scheduling_loop())
         await reflector.list()

@@ -14,7 +14,8 @@ from kopf_scheduler.k8s.errors import TransportError
 from kopf_scheduler.k8s.ratelimit import Unlimited
 from kopf_scheduler.k8s.retry import RetryPolicy, parse_retry_after
 from kopf_scheduler.ports import ApiError, NotFoundError
-from tests.k8s.support import SteppingClock, reply, status
+from tests.clock import FakeClock
+from tests.k8s.support import START, reply, status
 
 PATH = "/api/v1/namespaces/team/pods/web"
 
@@ -61,7 +62,7 @@ def test_parse_retry_after(headers: dict[str, str], seconds: float | None) -> No
 
 
 async def test_429_waits_as_told_then_succeeds(
-    kmock: kmock.RawHandler, api: Api, clock: SteppingClock
+    kmock: kmock.RawHandler, api: Api, clock: FakeClock
 ) -> None:
     kmock[f"get {PATH}"][:1] << (lambda: too_many("3"))
     kmock[f"get {PATH}"] << {"kind": "Pod", "metadata": {"name": "web"}}
@@ -74,7 +75,7 @@ async def test_429_waits_as_told_then_succeeds(
 
 
 async def test_429_without_retry_after_backs_off(
-    kmock: kmock.RawHandler, api: Api, clock: SteppingClock
+    kmock: kmock.RawHandler, api: Api, clock: FakeClock
 ) -> None:
     kmock[f"get {PATH}"][:2] << (lambda: too_many(None))
     kmock[f"get {PATH}"] << {"kind": "Pod"}
@@ -84,9 +85,7 @@ async def test_429_without_retry_after_backs_off(
     assert clock.sleeps == pytest.approx([0.2, 0.4])
 
 
-async def test_503_twice_then_success(
-    kmock: kmock.RawHandler, api: Api, clock: SteppingClock
-) -> None:
+async def test_503_twice_then_success(kmock: kmock.RawHandler, api: Api, clock: FakeClock) -> None:
     kmock[f"post {PATH}/binding"][:2] << (lambda: reply(503, "ServiceUnavailable", "busy"))
     kmock[f"post {PATH}/binding"] << 201 << {"kind": "Status", "status": "Success"}
 
@@ -99,7 +98,7 @@ async def test_503_twice_then_success(
 
 
 async def test_gives_up_after_the_last_attempt(
-    kmock: kmock.RawHandler, api: Api, clock: SteppingClock
+    kmock: kmock.RawHandler, api: Api, clock: FakeClock
 ) -> None:
     kmock[f"get {PATH}"] << (lambda: reply(500, "InternalError", "etcd is down"))
 
@@ -124,7 +123,7 @@ async def test_gives_up_after_the_last_attempt(
 async def test_other_4xx_are_final(
     kmock: kmock.RawHandler,
     api: Api,
-    clock: SteppingClock,
+    clock: FakeClock,
     code: int,
     reason: str,
     kind: type[ApiError],
@@ -140,7 +139,7 @@ async def test_other_4xx_are_final(
 
 
 async def test_a_per_call_policy_overrides_the_default(
-    kmock: kmock.RawHandler, api: Api, clock: SteppingClock
+    kmock: kmock.RawHandler, api: Api, clock: FakeClock
 ) -> None:
     kmock[f"get {PATH}"] << (lambda: reply(503, "ServiceUnavailable", "busy"))
 
@@ -162,7 +161,7 @@ def closed_port() -> Iterator[int]:
 async def test_connection_errors_are_retried_then_raised_as_transport_errors(
     closed_port: int,
 ) -> None:
-    clock = SteppingClock()
+    clock = FakeClock(START)
     client = ApiClient(Configuration(host=f"http://127.0.0.1:{closed_port}"))
     api = Api(client, limiter=Unlimited(), clock=clock, retry=RetryPolicy(attempts=3))
     try:

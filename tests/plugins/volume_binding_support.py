@@ -11,7 +11,6 @@ controller between two polls of PreBind.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import itertools
 from collections.abc import Callable, Iterable, Mapping
@@ -36,6 +35,7 @@ from kopf_scheduler.plugins import volume_binding
 from kopf_scheduler.plugins.volume_binding.plugin import STATE_KEY, VolumeBinding
 from kopf_scheduler.ports import ApiError, ConflictError, NotFoundError
 from tests.builders import NodeBuilder, make_node, node_info
+from tests.clock import FakeClock
 from tests.storage_builders import ClaimBuilder, ClassBuilder, VolumeBuilder, make_class
 
 NODE_KEY = "nodeKey"
@@ -127,34 +127,6 @@ def csi_node(name: str, migrated_plugins: str) -> CSINode:
             "spec": {"drivers": []},
         }
     )
-
-
-class FakeClock:
-    def __init__(self, start: float = 1000.0) -> None:
-        self.start = start
-        self.t = start
-        self.sleeps: list[float] = []
-        self._actions: list[tuple[float, Callable[[], None]]] = []
-
-    def now(self) -> float:
-        return self.t
-
-    def at(self, elapsed: float, action: Callable[[], None]) -> None:
-        """Run ``action`` once ``elapsed`` seconds have passed since the start."""
-        self._actions.append((self.start + elapsed, action))
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.t += seconds
-        due = [entry for entry in self._actions if entry[0] <= self.t]
-        self._actions = [entry for entry in self._actions if entry[0] > self.t]
-        for _, action in due:
-            action()
-        await asyncio.sleep(0)
-
-    @property
-    def elapsed(self) -> float:
-        return self.t - self.start
 
 
 _written_versions = itertools.count(10_000)
@@ -249,7 +221,7 @@ def handle_with(
     writer: FakeStorageWriter | None = None,
 ) -> Handle:
     infos = [item if isinstance(item, NodeInfo) else node_info(item) for item in nodes]
-    clock = clock or FakeClock()
+    clock = clock or FakeClock(1000.0)
     by_key = {pod.key: pod for pod in pods}
     return Handle(
         snapshot=Snapshot.from_node_infos(infos),

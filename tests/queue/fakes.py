@@ -25,6 +25,7 @@ from kopf_scheduler.framework.types import QueuedPodInfo
 from kopf_scheduler.model.pod import DEFAULT_SCHEDULER_NAME, Pod
 from kopf_scheduler.plugins.priority_sort import PrioritySort
 from kopf_scheduler.queue import SchedulingQueue
+from tests.clock import FakeClock
 
 # Stand-ins for events of resources the model has no kind for (upstream tests use PV/PVC/CSINode).
 PDB_ADD = ClusterEvent(EventResource.POD_DISRUPTION_BUDGET, ActionType.ADD, "PDBAdd")
@@ -45,17 +46,6 @@ def skip_hint(pod: Pod, old: Any, new: Any) -> QueueingHint:
 
 def failing_hint(pod: Pod, old: Any, new: Any) -> QueueingHint:
     raise RuntimeError("hint failed")
-
-
-class FakeClock:
-    def __init__(self, start: float = 1000.0) -> None:
-        self.t = start
-
-    def __call__(self) -> float:
-        return self.t
-
-    def step(self, seconds: float) -> None:
-        self.t += seconds
 
 
 @dataclass

@@ -16,7 +16,7 @@ from kopf_scheduler.queue.backoff import (
     failure_count,
 )
 from tests.builders import make_pod
-from tests.queue.fakes import FakeClock
+from tests.clock import FakeClock
 
 
 @pytest.mark.parametrize(

@@ -138,7 +138,7 @@ class QueueMachine(RuleBasedStateMachine):
 
     @rule(seconds=st.sampled_from([0.0, 0.4, 1.0, 2.5, 11.0, 301.0]))
     def tick(self, seconds: float) -> None:
-        self.h.clock.step(seconds)
+        self.h.clock.advance(seconds)
         self.h.queue.flush_backoff_completed()
         if seconds >= 30:
             self.h.queue.flush_unschedulable_leftover()

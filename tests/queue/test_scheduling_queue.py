@@ -75,7 +75,7 @@ def test_pop_order(arrivals: list[tuple[str, int]], order: list[str], step: floa
     h = make_queue()
     for name, priority in arrivals:
         h.queue.add(_pod(name, priority))
-        h.clock.step(step)
+        h.clock.advance(step)
     popped = []
     while (info := h.queue.pop()) is not None:
         popped.append(info.pod.name)
@@ -87,7 +87,7 @@ def test_pop_tracks_attempts_cycles_and_in_flight() -> None:
     assert h.queue.pop() is None
     pod = _pod("p")
     h.queue.add(pod)
-    h.clock.step(5)
+    h.clock.advance(5)
     info = h.pop(pod)
     assert (info.attempts, h.queue.scheduling_cycle) == (1, 1)
     assert info.initial_attempt_timestamp == 1000.0
@@ -104,10 +104,10 @@ def test_the_wait_before_the_first_attempt_is_observed_once_per_pod() -> None:
     h = make_queue()
     pod = _pod("p")
     h.queue.add(pod)  # t=1000: enters activeQ
-    h.clock.step(5)
+    h.clock.advance(5)
     info = h.pop(pod)  # t=1005: first attempt
     h.fail(info)
-    h.clock.step(10)
+    h.clock.advance(10)
     h.queue.flush_backoff_completed()
     h.pop(pod)  # a retry is no first attempt
     assert h.metrics.observed(m.QUEUE_WAIT_BEFORE_FIRST_ATTEMPT) == [5.0]
@@ -118,10 +118,10 @@ def test_time_gated_before_activeq_is_not_queue_wait() -> None:
     h = make_queue([gate])
     pod = _pod("p")
     h.queue.add(pod)  # t=1000: held by PreEnqueue
-    h.clock.step(30)
+    h.clock.advance(30)
     gate.closed = False
     h.queue.activate([pod])  # t=1030: enters activeQ
-    h.clock.step(2)
+    h.clock.advance(2)
     h.pop(pod)
     assert h.metrics.observed(m.QUEUE_WAIT_BEFORE_FIRST_ATTEMPT) == [2.0]
 
@@ -130,14 +130,14 @@ def test_retried_pod_goes_behind_equal_priority_pods_added_earlier() -> None:
     h = make_queue()
     a, b, c = _pod("a", 5), _pod("b", 5), _pod("c", 5)
     h.queue.add(a)  # t=1000
-    h.clock.step(1)
+    h.clock.advance(1)
     h.queue.add(b)  # t=1001
-    h.clock.step(1)
+    h.clock.advance(1)
     info = h.pop(a)
     h.fail(info)  # error at t=1002: backoff 1 s, window 1003
-    h.clock.step(1)
+    h.clock.advance(1)
     h.queue.add(c)  # t=1003
-    h.clock.step(1)
+    h.clock.advance(1)
     h.queue.flush_backoff_completed()  # t=1004
     assert [h.pop().pod.name for _ in range(3)] == ["b", "a", "c"]
 
@@ -170,7 +170,7 @@ def test_duplicate_pop_is_discarded() -> None:
     h.queue.add(p1)
     first = h.pop(p1)
     h.queue.add(p1)  # an erroneous second add while p1 is being scheduled
-    h.clock.step(1)
+    h.clock.advance(1)
     h.queue.add(p3)
     h.pop(p3)
     assert h.queue.pop() is None
@@ -188,7 +188,7 @@ def test_backoff_durations_double_up_to_the_cap(failure: str) -> None:
     pod = _pod("p")
     h.queue.add(pod)
     for expected in (1, 2, 4, 8, 10, 10):
-        h.clock.step(0.3)
+        h.clock.advance(0.3)
         info = h.pop(pod)
         failed_at = h.clock.t
         if failure == "error":
@@ -239,7 +239,7 @@ def test_error_after_rejections_restarts_backoff_from_one_second() -> None:
         info = h.pop(pod)
         h.queue.move_all_to_active_or_backoff_queue(NODE_ADD)
         h.fail(info, "plugin")
-        h.clock.step(20)
+        h.clock.advance(20)
         h.queue.flush_backoff_completed()
     info = h.pop(pod)
     h.fail(info)
@@ -257,14 +257,14 @@ def test_unschedulable_flush_after_more_than_five_minutes() -> None:
     old, young = _pod("old"), _pod("young")
     h.queue.add(old)
     h.fail(h.pop(old), "plugin")
-    h.clock.step(100)
+    h.clock.advance(100)
     h.queue.add(young)
     h.fail(h.pop(young), "plugin")
     assert h.queue.pending_counts()["unschedulable"] == 2
-    h.clock.step(200)  # old has waited exactly 300 s
+    h.clock.advance(200)  # old has waited exactly 300 s
     h.queue.flush_unschedulable_leftover()
     assert h.where(old) == "unschedulable"
-    h.clock.step(0.5)
+    h.clock.advance(0.5)
     h.queue.flush_unschedulable_leftover()
     assert h.where(old) == "active"
     assert h.where(young) == "unschedulable"
@@ -278,7 +278,7 @@ def test_unschedulable_flush_sends_backing_off_pod_to_backoff() -> None:
     pod = _pod("p")
     h.queue.add(pod)
     h.fail(h.pop(pod), "plugin")
-    h.clock.step(0.6)
+    h.clock.advance(0.6)
     h.queue.flush_unschedulable_leftover()
     assert h.where(pod) == "backoff"
 
@@ -307,7 +307,7 @@ def test_event_requeue_with_hints(pending: bool, hint: HintFn, wait: float, expe
     else:
         h.fail(info, "foo")
     assert h.where(pod) == "unschedulable"
-    h.clock.step(wait)
+    h.clock.advance(wait)
     h.wakeups.clear()
     h.queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, make_node("n").node())
     assert h.where(pod) == expected
@@ -571,7 +571,7 @@ def test_in_flight_event_replay(
     h = make_queue(_profile_plugins(plugins))
     for pod in initial:
         h.queue.add(pod)
-        h.clock.step(1)
+        h.clock.advance(1)
     popped: dict[str, QueuedPodInfo] = {}
     for action in actions:
         if action[0] == "pop":
@@ -660,7 +660,7 @@ def test_scheduling_gates_hold_pod_until_gates_removed() -> None:
     assert h.queue.pop() is None
     # Events the gating plugin did not register never reach the pod's hints.
     h.queue.move_all_to_active_or_backoff_queue(NODE_ADD)
-    h.clock.step(301)
+    h.clock.advance(301)
     h.queue.flush_unschedulable_leftover()
     assert calls == []
     assert h.where(gated) == "gated"
@@ -774,7 +774,7 @@ def test_pods_leaving_backoff_skip_pre_enqueue() -> None:
     h.fail(h.pop(b))
     assert gate.calls == 4
     gate.allow = set()
-    h.clock.step(5)
+    h.clock.advance(5)
     h.queue.activate([a])
     h.queue.flush_backoff_completed()
     assert (h.where(a), h.where(b)) == ("active", "active")
@@ -839,7 +839,7 @@ def test_update(prepare: str, expected: str) -> None:
         plugin = "skipPlugin" if prepare.endswith("skip") else "queuePlugin"
         _in_unschedulable(h, pod, plugin)
         if prepare.endswith("over"):
-            h.clock.step(10)
+            h.clock.advance(10)
     elif prepare == "in-flight":
         h.queue.add(pod)
         h.pop(pod)
@@ -1007,7 +1007,7 @@ def test_profiles_use_their_own_pre_enqueue_and_hints() -> None:
     assert (h.where(mine), h.where(theirs), h.where(theirs_ok)) == ("active", "gated", "active")
     h.fail(h.pop(mine), "X")  # X is not a plugin of the default profile
     h.fail(h.pop(theirs_ok), "X")
-    h.clock.step(5)
+    h.clock.advance(5)
     h.queue.move_all_to_active_or_backoff_queue(NODE_ADD)
     assert h.where(mine) == "unschedulable"
     assert h.where(theirs_ok) == "active"

@@ -10,7 +10,8 @@ import pytest
 
 from kopf_scheduler.k8s.outage import OutageReport
 from kopf_scheduler.service.kopf_logs import fold_kopf_retries
-from tests.k8s.support import SteppingClock
+from tests.clock import FakeClock
+from tests.k8s.support import START
 
 KOPF = "kopf._core.reactor.observation"
 CONNECTOR = (
@@ -42,7 +43,7 @@ def collected() -> Iterator[Collect]:
 
 
 def test_retries_without_a_reply_go_to_the_outage_report(collected: Collect) -> None:
-    outage = OutageReport(SteppingClock())
+    outage = OutageReport(FakeClock(START))
     unfold = fold_kopf_retries(outage)
     try:
         log = logging.getLogger(KOPF)
@@ -59,7 +60,7 @@ def test_retries_without_a_reply_go_to_the_outage_report(collected: Collect) -> 
 
 
 def test_retries_the_server_answered_stay_as_warnings(collected: Collect) -> None:
-    outage = OutageReport(SteppingClock())
+    outage = OutageReport(FakeClock(START))
     unfold = fold_kopf_retries(outage)
     try:
         logging.getLogger(KOPF).error(
@@ -82,7 +83,7 @@ def test_retries_the_server_answered_stay_as_warnings(collected: Collect) -> Non
 
 
 def test_taken_off_again_kopf_lines_pass_unchanged(collected: Collect) -> None:
-    outage = OutageReport(SteppingClock())
+    outage = OutageReport(FakeClock(START))
     fold_kopf_retries(outage)()
     logging.getLogger(KOPF).error(
         f"Request attempt #1 failed; will retry: GET https://k/api -> {CONNECTOR}"
