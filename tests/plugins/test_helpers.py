@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kopf_scheduler.framework.interfaces import MAX_NODE_SCORE, NodeScore
-from kopf_scheduler.plugins.helpers import default_normalize_score, go_div
+from kopf_scheduler.framework.scoring import default_normalize_score, go_div
 
 
 def _normalize(scores: list[int], reverse: bool, max_priority: int = MAX_NODE_SCORE) -> list[int]:

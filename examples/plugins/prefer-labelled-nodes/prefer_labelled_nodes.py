@@ -26,13 +26,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from kopf_scheduler.cache.node_info import NodeInfo
-from kopf_scheduler.framework.args import InvalidArgsError, ensure_mapping, reject_unknown
-from kopf_scheduler.framework.cycle_state import CycleState
-from kopf_scheduler.framework.handle import Handle
-from kopf_scheduler.framework.interfaces import MAX_NODE_SCORE, MIN_NODE_SCORE
-from kopf_scheduler.framework.status import SUCCESS, Code, Status
 from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.plugin_api import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    SUCCESS,
+    Code,
+    CycleState,
+    Handle,
+    InvalidArgsError,
+    NodeInfo,
+    Status,
+    ensure_mapping,
+    reject_unknown,
+)
 
 NAME = "PreferLabelledNodes"
 

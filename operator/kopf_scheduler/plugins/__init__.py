@@ -2,5 +2,4 @@
 
 Every module exports ``NAME`` (the upstream plugin name), the plugin class, and
 ``new(args, handle)``, the factory the registry calls with the raw ``pluginConfig`` args.
-DynamicResources serves pods without resource claims only; see docs/behaviour.md.
 """

@@ -5,12 +5,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from kopf_scheduler.framework.args import ensure_mapping, reject_unknown
-from kopf_scheduler.framework.cycle_state import CycleState
-from kopf_scheduler.framework.handle import Handle
-from kopf_scheduler.framework.status import SUCCESS, Code, Status
 from kopf_scheduler.model.pod import Pod
-from kopf_scheduler.ports import ApiError
+from kopf_scheduler.plugin_api import (
+    SUCCESS,
+    ApiError,
+    Code,
+    CycleState,
+    Handle,
+    Status,
+    ensure_mapping,
+    reject_unknown,
+)
 
 NAME = "DefaultBinder"
 

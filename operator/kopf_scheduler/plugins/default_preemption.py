@@ -27,19 +27,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from kopf_scheduler.framework.args import InvalidArgsError, ensure_mapping, reject_unknown
-from kopf_scheduler.framework.cycle_state import CycleState
-from kopf_scheduler.framework.events import (
+from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.plugin_api import (
+    SUCCESS,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    Code,
+    CycleState,
     EventResource,
+    Handle,
+    InvalidArgsError,
+    NodeToStatus,
+    PostFilterResult,
     QueueingHint,
+    Status,
+    ensure_mapping,
+    reject_unknown,
 )
-from kopf_scheduler.framework.handle import Handle
-from kopf_scheduler.framework.status import SUCCESS, Code, Status
-from kopf_scheduler.framework.types import NodeToStatus, PostFilterResult
-from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.preemption.evaluator import (
     PDB_POLICIES,
     PDB_POLICY_BEST_EFFORT,

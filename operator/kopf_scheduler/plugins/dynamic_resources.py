@@ -40,25 +40,10 @@ from typing import Any, ClassVar
 
 import structlog
 
-from kopf_scheduler.cache.node_info import NodeInfo
-from kopf_scheduler.cache.storage import AssumeConflictError
 from kopf_scheduler.dra.allocation_memo import AllocationMemo
 from kopf_scheduler.dra.allocator import AllocationError, Allocator, DeviceID, allocated_devices
 from kopf_scheduler.dra.cel import SelectorCache
 from kopf_scheduler.dra.inventory import InventoryCache
-from kopf_scheduler.framework.args import InvalidArgsError, ensure_mapping, reject_unknown
-from kopf_scheduler.framework.cycle_state import CycleState, StateKey
-from kopf_scheduler.framework.events import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    QueueingHint,
-)
-from kopf_scheduler.framework.handle import Handle
-from kopf_scheduler.framework.interfaces import PreFilterExtensions
-from kopf_scheduler.framework.status import SKIP, SUCCESS, Code, Status
-from kopf_scheduler.framework.types import NodeToStatus, PostFilterResult, PreFilterResult
 from kopf_scheduler.model.duration import go_duration_seconds
 from kopf_scheduler.model.errors import InvalidObjectError
 from kopf_scheduler.model.pod import Pod
@@ -70,7 +55,32 @@ from kopf_scheduler.model.resource_claim import (
     pod_claims,
 )
 from kopf_scheduler.model.selectors import NodeSelector
-from kopf_scheduler.ports import ApiError, ConflictError, ResourceClaimWriter
+from kopf_scheduler.plugin_api import (
+    SKIP,
+    SUCCESS,
+    ActionType,
+    ApiError,
+    AssumeConflictError,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    ConflictError,
+    CycleState,
+    EventResource,
+    Handle,
+    InvalidArgsError,
+    NodeInfo,
+    NodeToStatus,
+    PostFilterResult,
+    PreFilterExtensions,
+    PreFilterResult,
+    QueueingHint,
+    ResourceClaimWriter,
+    StateKey,
+    Status,
+    ensure_mapping,
+    reject_unknown,
+)
 
 logger = structlog.get_logger("kopf_scheduler.plugins.dynamic_resources")
 

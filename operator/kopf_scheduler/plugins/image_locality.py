@@ -22,17 +22,24 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from kopf_scheduler.cache.node_info import ImageState, NodeInfo
-from kopf_scheduler.framework.args import ensure_mapping, reject_unknown
-from kopf_scheduler.framework.cycle_state import CycleState
-from kopf_scheduler.framework.handle import Handle
-from kopf_scheduler.framework.interfaces import MAX_NODE_SCORE, ScoreExtensions
-from kopf_scheduler.framework.node_columns.columns import NodeColumns
-from kopf_scheduler.framework.node_columns.fallback import Fallback
-from kopf_scheduler.framework.node_columns.mirror import SAFE_LIMIT, IntArray
-from kopf_scheduler.framework.status import SUCCESS, Status
 from kopf_scheduler.model.pod import Pod
-from kopf_scheduler.plugins.helpers import go_div
+from kopf_scheduler.plugin_api import (
+    MAX_NODE_SCORE,
+    SAFE_LIMIT,
+    SUCCESS,
+    CycleState,
+    Fallback,
+    Handle,
+    ImageState,
+    IntArray,
+    NodeColumns,
+    NodeInfo,
+    ScoreExtensions,
+    Status,
+    ensure_mapping,
+    go_div,
+    reject_unknown,
+)
 
 NAME = "ImageLocality"
 

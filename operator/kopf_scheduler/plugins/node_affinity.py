@@ -31,30 +31,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from kopf_scheduler.cache.node_info import NodeInfo
-from kopf_scheduler.framework.args import InvalidArgsError, ensure_mapping, reject_unknown
-from kopf_scheduler.framework.cycle_state import CycleState, StateKey
-from kopf_scheduler.framework.events import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    QueueingHint,
-)
-from kopf_scheduler.framework.handle import Handle
-from kopf_scheduler.framework.interfaces import (
-    MAX_NODE_SCORE,
-    NodeRejections,
-    NodeScore,
-    PreFilterExtensions,
-)
-from kopf_scheduler.framework.node_columns.arithmetic import go_div_array
-from kopf_scheduler.framework.node_columns.columns import NodeColumns
-from kopf_scheduler.framework.node_columns.fallback import Fallback
-from kopf_scheduler.framework.node_columns.free_capacity import FreeColumns
-from kopf_scheduler.framework.node_columns.mirror import IntArray
-from kopf_scheduler.framework.status import SKIP, SUCCESS, Code, Status
-from kopf_scheduler.framework.types import PreFilterResult
 from kopf_scheduler.model.errors import InvalidObjectError
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pod import Pod
@@ -65,7 +41,35 @@ from kopf_scheduler.model.selectors import (
     PreferredSchedulingTerm,
     Requirement,
 )
-from kopf_scheduler.plugins.helpers import default_normalize_score
+from kopf_scheduler.plugin_api import (
+    MAX_NODE_SCORE,
+    SKIP,
+    SUCCESS,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    CycleState,
+    EventResource,
+    Fallback,
+    FreeColumns,
+    Handle,
+    IntArray,
+    InvalidArgsError,
+    NodeColumns,
+    NodeInfo,
+    NodeRejections,
+    NodeScore,
+    PreFilterExtensions,
+    PreFilterResult,
+    QueueingHint,
+    StateKey,
+    Status,
+    default_normalize_score,
+    ensure_mapping,
+    go_div_array,
+    reject_unknown,
+)
 
 NAME = "NodeAffinity"
 REASON_POD = "node(s) didn't match Pod's node affinity/selector"

@@ -8,22 +8,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from kopf_scheduler.cache.node_info import NodeInfo
-from kopf_scheduler.framework.args import ensure_mapping, reject_unknown
-from kopf_scheduler.framework.cycle_state import CycleState
-from kopf_scheduler.framework.events import (
+from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.plugin_api import (
+    SUCCESS,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    Code,
+    CycleState,
     EventResource,
+    Fallback,
+    FreeColumns,
+    Handle,
+    NodeColumns,
+    NodeInfo,
+    NodeRejections,
+    Status,
+    ensure_mapping,
+    reject_unknown,
 )
-from kopf_scheduler.framework.handle import Handle
-from kopf_scheduler.framework.interfaces import NodeRejections
-from kopf_scheduler.framework.node_columns.columns import NodeColumns
-from kopf_scheduler.framework.node_columns.fallback import Fallback
-from kopf_scheduler.framework.node_columns.free_capacity import FreeColumns
-from kopf_scheduler.framework.status import SUCCESS, Code, Status
-from kopf_scheduler.model.pod import Pod
 
 NAME = "NodeName"
 REASON = "node(s) didn't match the requested node name"

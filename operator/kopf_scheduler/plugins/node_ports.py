@@ -15,21 +15,27 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from kopf_scheduler.cache.node_info import HostPortUsage, NodeInfo
-from kopf_scheduler.framework.args import ensure_mapping, reject_unknown
-from kopf_scheduler.framework.cycle_state import CycleState, StateKey
-from kopf_scheduler.framework.events import (
+from kopf_scheduler.model.pod import HostPort, Pod
+from kopf_scheduler.plugin_api import (
+    SKIP,
+    SUCCESS,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    Code,
+    CycleState,
     EventResource,
+    Handle,
+    HostPortUsage,
+    NodeInfo,
+    PreFilterExtensions,
+    PreFilterResult,
     QueueingHint,
+    StateKey,
+    Status,
+    ensure_mapping,
+    reject_unknown,
 )
-from kopf_scheduler.framework.handle import Handle
-from kopf_scheduler.framework.interfaces import PreFilterExtensions
-from kopf_scheduler.framework.status import SKIP, SUCCESS, Code, Status
-from kopf_scheduler.framework.types import PreFilterResult
-from kopf_scheduler.model.pod import HostPort, Pod
 
 NAME = "NodePorts"
 REASON_PORTS = "node(s) didn't have free ports for the requested pod ports"

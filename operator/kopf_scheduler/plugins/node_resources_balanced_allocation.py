@@ -20,16 +20,24 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from kopf_scheduler.cache.node_info import NodeInfo
-from kopf_scheduler.framework.args import InvalidArgsError, ensure_mapping, reject_unknown
-from kopf_scheduler.framework.cycle_state import CycleState, StateKey
-from kopf_scheduler.framework.handle import Handle
-from kopf_scheduler.framework.interfaces import MAX_NODE_SCORE, ScoreExtensions
-from kopf_scheduler.framework.node_columns.columns import NodeColumns
-from kopf_scheduler.framework.node_columns.fallback import Fallback
-from kopf_scheduler.framework.node_columns.mirror import IntArray
-from kopf_scheduler.framework.status import SKIP, SUCCESS, Status
 from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.plugin_api import (
+    MAX_NODE_SCORE,
+    SKIP,
+    SUCCESS,
+    CycleState,
+    Fallback,
+    Handle,
+    IntArray,
+    InvalidArgsError,
+    NodeColumns,
+    NodeInfo,
+    ScoreExtensions,
+    StateKey,
+    Status,
+    ensure_mapping,
+    reject_unknown,
+)
 from kopf_scheduler.plugins.resource_allocation import (
     DEFAULT_RESOURCES,
     PodRequestsState,

@@ -25,32 +25,38 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from kopf_scheduler.cache.node_info import NodeInfo
-from kopf_scheduler.framework.args import InvalidArgsError, ensure_mapping, reject_unknown
-from kopf_scheduler.framework.cycle_state import CycleState, StateKey, StateNotFoundError
-from kopf_scheduler.framework.events import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    QueueingHint,
-)
-from kopf_scheduler.framework.handle import Handle
-from kopf_scheduler.framework.interfaces import (
-    MAX_NODE_SCORE,
-    NodeRejections,
-    PreFilterExtensions,
-    ScoreExtensions,
-)
-from kopf_scheduler.framework.node_columns.columns import NodeColumns
-from kopf_scheduler.framework.node_columns.fallback import Fallback
-from kopf_scheduler.framework.node_columns.free_capacity import FreeColumns
-from kopf_scheduler.framework.node_columns.mirror import SAFE_LIMIT, BoolArray, IntArray
-from kopf_scheduler.framework.status import SUCCESS, Code, Status
-from kopf_scheduler.framework.types import PreFilterResult
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resource
+from kopf_scheduler.plugin_api import (
+    MAX_NODE_SCORE,
+    SAFE_LIMIT,
+    SUCCESS,
+    ActionType,
+    BoolArray,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    CycleState,
+    EventResource,
+    Fallback,
+    FreeColumns,
+    Handle,
+    IntArray,
+    InvalidArgsError,
+    NodeColumns,
+    NodeInfo,
+    NodeRejections,
+    PreFilterExtensions,
+    PreFilterResult,
+    QueueingHint,
+    ScoreExtensions,
+    StateKey,
+    StateNotFoundError,
+    Status,
+    ensure_mapping,
+    reject_unknown,
+)
 from kopf_scheduler.plugins.resource_allocation import (
     PodRequestsState,
     ResourceAllocationScorer,

@@ -9,24 +9,27 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from kopf_scheduler.cache.node_info import NodeInfo
-from kopf_scheduler.framework.args import ensure_mapping, reject_unknown
-from kopf_scheduler.framework.cycle_state import CycleState
-from kopf_scheduler.framework.events import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    QueueingHint,
-)
-from kopf_scheduler.framework.handle import Handle
-from kopf_scheduler.framework.interfaces import NodeRejections
-from kopf_scheduler.framework.node_columns.columns import NodeColumns
-from kopf_scheduler.framework.node_columns.free_capacity import FreeColumns
-from kopf_scheduler.framework.status import SUCCESS, Code, Status
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.taints import NO_SCHEDULE, Taint, tolerations_tolerate
+from kopf_scheduler.plugin_api import (
+    SUCCESS,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    CycleState,
+    EventResource,
+    FreeColumns,
+    Handle,
+    NodeColumns,
+    NodeInfo,
+    NodeRejections,
+    QueueingHint,
+    Status,
+    ensure_mapping,
+    reject_unknown,
+)
 
 NAME = "NodeUnschedulable"
 REASON_UNSCHEDULABLE = "node(s) were unschedulable"

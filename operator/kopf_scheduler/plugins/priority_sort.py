@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from kopf_scheduler.framework.args import ensure_mapping, reject_unknown
-from kopf_scheduler.framework.handle import Handle
-from kopf_scheduler.framework.types import QueuedPodInfo
+from kopf_scheduler.plugin_api import (
+    Handle,
+    QueuedPodInfo,
+    ensure_mapping,
+    reject_unknown,
+)
 
 NAME = "PrioritySort"
 

@@ -26,10 +26,12 @@ from functools import lru_cache
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
-from kopf_scheduler.framework.args import InvalidArgsError
-from kopf_scheduler.framework.handle import Handle
-from kopf_scheduler.framework.interfaces import Plugin
 from kopf_scheduler.model.errors import InvalidObjectError
+from kopf_scheduler.plugin_api import (
+    Handle,
+    InvalidArgsError,
+    Plugin,
+)
 
 PluginFactory = Callable[[Mapping[str, Any] | None, Handle], Plugin]
 

@@ -18,14 +18,21 @@ from typing import Any
 
 import numpy as np
 
-from kopf_scheduler.cache.node_info import NodeInfo
-from kopf_scheduler.framework.args import InvalidArgsError
-from kopf_scheduler.framework.interfaces import MAX_NODE_SCORE
-from kopf_scheduler.framework.node_columns.fallback import Fallback
-from kopf_scheduler.framework.node_columns.mirror import SAFE_LIMIT, BoolArray, IntArray, NodeMirror
-from kopf_scheduler.framework.status import SUCCESS, Code, Status
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, Resource
+from kopf_scheduler.plugin_api import (
+    MAX_NODE_SCORE,
+    SAFE_LIMIT,
+    SUCCESS,
+    BoolArray,
+    Code,
+    Fallback,
+    IntArray,
+    InvalidArgsError,
+    NodeInfo,
+    NodeMirror,
+    Status,
+)
 
 MAX_CUSTOM_PRIORITY_SCORE = 10
 """Top of the score scale users write RequestedToCapacityRatio shapes in."""

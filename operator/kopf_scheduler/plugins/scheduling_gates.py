@@ -5,17 +5,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from kopf_scheduler.framework.args import ensure_mapping, reject_unknown
-from kopf_scheduler.framework.events import (
+from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.plugin_api import (
+    SUCCESS,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    Code,
     EventResource,
+    Handle,
     QueueingHint,
+    Status,
+    ensure_mapping,
+    reject_unknown,
 )
-from kopf_scheduler.framework.handle import Handle
-from kopf_scheduler.framework.status import SUCCESS, Code, Status
-from kopf_scheduler.model.pod import Pod
 
 NAME = "SchedulingGates"
 

@@ -23,24 +23,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from kopf_scheduler.cache.node_info import NodeInfo
-from kopf_scheduler.framework.args import ensure_mapping, reject_unknown
-from kopf_scheduler.framework.cycle_state import CycleState, StateKey
-from kopf_scheduler.framework.events import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    QueueingHint,
-)
-from kopf_scheduler.framework.handle import Handle
-from kopf_scheduler.framework.interfaces import MAX_NODE_SCORE, NodeRejections, NodeScore
-from kopf_scheduler.framework.node_columns.arithmetic import go_div_array
-from kopf_scheduler.framework.node_columns.columns import NodeColumns
-from kopf_scheduler.framework.node_columns.fallback import Fallback
-from kopf_scheduler.framework.node_columns.free_capacity import FreeColumns
-from kopf_scheduler.framework.node_columns.mirror import IntArray
-from kopf_scheduler.framework.status import SUCCESS, Code, Status
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.taints import (
@@ -52,7 +34,31 @@ from kopf_scheduler.model.taints import (
     find_untolerated_taint,
     tolerations_tolerate,
 )
-from kopf_scheduler.plugins.helpers import default_normalize_score
+from kopf_scheduler.plugin_api import (
+    MAX_NODE_SCORE,
+    SUCCESS,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    CycleState,
+    EventResource,
+    Fallback,
+    FreeColumns,
+    Handle,
+    IntArray,
+    NodeColumns,
+    NodeInfo,
+    NodeRejections,
+    NodeScore,
+    QueueingHint,
+    StateKey,
+    Status,
+    default_normalize_score,
+    ensure_mapping,
+    go_div_array,
+    reject_unknown,
+)
 
 NAME = "TaintToleration"
 REASON_UNTOLERATED = "node(s) had untolerated taint(s)"

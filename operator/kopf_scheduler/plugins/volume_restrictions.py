@@ -34,22 +34,27 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from kopf_scheduler.cache.node_info import NodeInfo
-from kopf_scheduler.framework.args import ensure_mapping, reject_unknown
-from kopf_scheduler.framework.cycle_state import CycleState, StateKey
-from kopf_scheduler.framework.events import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    QueueingHint,
-)
-from kopf_scheduler.framework.handle import Handle
-from kopf_scheduler.framework.status import SKIP, SUCCESS, Code, Status
-from kopf_scheduler.framework.types import PreFilterResult
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.pod_volumes import PERSISTENT_VOLUME_CLAIM, PodVolume
 from kopf_scheduler.model.storage import READ_WRITE_ONCE_POD, PersistentVolumeClaim
+from kopf_scheduler.plugin_api import (
+    SKIP,
+    SUCCESS,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    CycleState,
+    EventResource,
+    Handle,
+    NodeInfo,
+    PreFilterResult,
+    QueueingHint,
+    StateKey,
+    Status,
+    ensure_mapping,
+    reject_unknown,
+)
 
 NAME = "VolumeRestrictions"
 REASON_DISK_CONFLICT = "node(s) had no available disk"

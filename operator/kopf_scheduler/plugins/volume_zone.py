@@ -32,20 +32,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from kopf_scheduler.cache.node_info import NodeInfo
-from kopf_scheduler.framework.args import ensure_mapping, reject_unknown
-from kopf_scheduler.framework.cycle_state import CycleState, StateKey
-from kopf_scheduler.framework.events import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    QueueingHint,
-)
-from kopf_scheduler.framework.handle import Handle
-from kopf_scheduler.framework.interfaces import PreFilterExtensions
-from kopf_scheduler.framework.status import SKIP, SUCCESS, Code, Status
-from kopf_scheduler.framework.types import PreFilterResult
 from kopf_scheduler.model.node import (
     LEGACY_REGION_LABEL,
     LEGACY_ZONE_LABEL,
@@ -59,6 +45,25 @@ from kopf_scheduler.model.storage import (
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
+)
+from kopf_scheduler.plugin_api import (
+    SKIP,
+    SUCCESS,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    CycleState,
+    EventResource,
+    Handle,
+    NodeInfo,
+    PreFilterExtensions,
+    PreFilterResult,
+    QueueingHint,
+    StateKey,
+    Status,
+    ensure_mapping,
+    reject_unknown,
 )
 
 NAME = "VolumeZone"

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kopf_scheduler.framework.args import (
+from kopf_scheduler.plugin_api import (
     InvalidArgsError,
     ensure_mapping,
     int_arg,

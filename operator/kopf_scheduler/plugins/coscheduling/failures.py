@@ -36,10 +36,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kopf_scheduler.cache.node_info import NodeInfo
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.pod_group import PodGroup, pod_group_key
+from kopf_scheduler.plugin_api import (
+    NodeInfo,
+)
 
 NOTHING_CHANGED = "nothing that could let it fit has changed since"
 

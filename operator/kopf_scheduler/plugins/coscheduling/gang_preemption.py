@@ -33,17 +33,23 @@ from collections import Counter
 from collections.abc import Coroutine, Iterable, Sequence
 from typing import Any
 
-from kopf_scheduler.cache.node_info import NodeInfo
-from kopf_scheduler.cache.snapshot import Snapshot
-from kopf_scheduler.framework.cycle_state import CycleState
-from kopf_scheduler.framework.handle import Handle, PodGroupLister
-from kopf_scheduler.framework.runtime import Framework
-from kopf_scheduler.framework.status import SUCCESS, Code, Status
-from kopf_scheduler.framework.types import NominatingInfo, PostFilterResult
 from kopf_scheduler.model.pod import PREEMPT_NEVER, Pod
 from kopf_scheduler.model.pod_group import pod_group_key
+from kopf_scheduler.plugin_api import (
+    SUCCESS,
+    Code,
+    CycleState,
+    Framework,
+    Handle,
+    NodeInfo,
+    NominatingInfo,
+    PodGroupLister,
+    PodStatusPatch,
+    PostFilterResult,
+    Snapshot,
+    Status,
+)
 from kopf_scheduler.plugins.coscheduling.resource_gap import describe_gap, resource_gap
-from kopf_scheduler.ports import PodStatusPatch
 from kopf_scheduler.preemption.evaluator import Evaluator, PreemptionSettings
 from kopf_scheduler.preemption.executor import (
     METRIC_PREEMPTION_VICTIMS,

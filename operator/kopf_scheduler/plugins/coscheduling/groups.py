@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from kopf_scheduler.cache.node_info import NodeInfo
-from kopf_scheduler.framework.handle import PodGroupLister
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.pod_group import POD_GROUP_LABEL, PodGroup, pod_group_key
+from kopf_scheduler.plugin_api import (
+    NodeInfo,
+    PodGroupLister,
+)
 
 
 def group_of(pod: Pod) -> str | None:

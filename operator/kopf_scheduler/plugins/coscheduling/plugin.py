@@ -38,25 +38,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from kopf_scheduler.cache.node_info import NodeInfo
-from kopf_scheduler.framework.cycle_state import CycleState
-from kopf_scheduler.framework.events import (
+from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.model.pod_group import PodGroup
+from kopf_scheduler.plugin_api import (
+    SUCCESS,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    Code,
+    CycleState,
     EventResource,
-    QueueingHint,
-)
-from kopf_scheduler.framework.handle import Handle
-from kopf_scheduler.framework.status import SUCCESS, Code, Status
-from kopf_scheduler.framework.types import (
+    Handle,
+    NodeInfo,
     NodeToStatus,
     PostFilterResult,
     PreFilterResult,
     QueuedPodInfo,
+    QueueingHint,
+    Status,
 )
-from kopf_scheduler.model.pod import Pod
-from kopf_scheduler.model.pod_group import PodGroup
 from kopf_scheduler.plugins.coscheduling.args import CoschedulingArgs
 from kopf_scheduler.plugins.coscheduling.failures import NOTHING_CHANGED, FailureMemory
 from kopf_scheduler.plugins.coscheduling.gang_preemption import GangPreemption

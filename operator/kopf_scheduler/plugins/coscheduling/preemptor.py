@@ -11,11 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from kopf_scheduler.framework.cycle_state import CycleState
-    from kopf_scheduler.framework.runtime import Framework
-    from kopf_scheduler.framework.status import Status
-    from kopf_scheduler.framework.types import PostFilterResult
     from kopf_scheduler.model.pod import Pod
+    from kopf_scheduler.plugin_api import CycleState, Framework, PostFilterResult, Status
 
 
 class GangPreemptor(Protocol):

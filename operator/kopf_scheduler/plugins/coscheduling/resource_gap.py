@@ -32,9 +32,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kopf_scheduler.cache.node_info import NodeInfo
 from kopf_scheduler.model.pod_group import POD_GROUP_LABEL, PodGroup
 from kopf_scheduler.model.resources import CPU, PODS
+from kopf_scheduler.plugin_api import (
+    NodeInfo,
+)
 
 _DECIMAL_SUFFIXES = {
     "n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18

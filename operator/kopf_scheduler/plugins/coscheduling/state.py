@@ -15,8 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from kopf_scheduler.framework.runtime import WaitingPod
 from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.plugin_api import (
+    WaitingPod,
+)
 from kopf_scheduler.plugins.coscheduling.groups import GroupManager, group_of, is_member
 
 

@@ -27,18 +27,20 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kopf_scheduler.framework.interfaces import MAX_NODE_SCORE, NodeRejections
-from kopf_scheduler.framework.node_columns.fallback import Fallback
-from kopf_scheduler.framework.node_columns.mirror import IntArray
-from kopf_scheduler.framework.node_columns.term_census import Role
-from kopf_scheduler.framework.node_columns.value_keys import term_key
+from kopf_scheduler.plugin_api import (
+    MAX_NODE_SCORE,
+    Fallback,
+    IntArray,
+    NodeRejections,
+    Role,
+    term_key,
+)
 from kopf_scheduler.plugins.inter_pod_affinity.filtering import matches_all_terms
 
 if TYPE_CHECKING:
-    from kopf_scheduler.cache.node_info import NodeInfo
-    from kopf_scheduler.framework.node_columns.columns import NodeColumns
     from kopf_scheduler.model.affinity import AffinityTerm
     from kopf_scheduler.model.pod import Pod
+    from kopf_scheduler.plugin_api import NodeColumns, NodeInfo
     from kopf_scheduler.plugins.inter_pod_affinity.filtering import (
         PreFilterState,
         TopologyCounts,

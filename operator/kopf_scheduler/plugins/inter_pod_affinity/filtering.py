@@ -22,14 +22,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from kopf_scheduler.framework.cycle_state import StateKey
 from kopf_scheduler.model.affinity import AffinityTerm
 from kopf_scheduler.model.selectors import LabelSelector
+from kopf_scheduler.plugin_api import (
+    StateKey,
+)
 
 if TYPE_CHECKING:
-    from kopf_scheduler.cache.node_info import NodeInfo
     from kopf_scheduler.model.node import Node
     from kopf_scheduler.model.pod import Pod
+    from kopf_scheduler.plugin_api import NodeInfo
 
 REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"

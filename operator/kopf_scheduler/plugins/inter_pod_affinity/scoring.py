@@ -22,16 +22,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from kopf_scheduler.framework.cycle_state import StateKey
-from kopf_scheduler.framework.interfaces import MAX_NODE_SCORE, NodeScore
-from kopf_scheduler.framework.status import SUCCESS, Status
 from kopf_scheduler.model.affinity import AffinityTerm, WeightedAffinityTerm
+from kopf_scheduler.plugin_api import (
+    MAX_NODE_SCORE,
+    SUCCESS,
+    NodeScore,
+    StateKey,
+    Status,
+)
 from kopf_scheduler.plugins.inter_pod_affinity.filtering import resolve_incoming_term
 
 if TYPE_CHECKING:
-    from kopf_scheduler.cache.node_info import NodeInfo
     from kopf_scheduler.model.node import Node
     from kopf_scheduler.model.pod import Pod
+    from kopf_scheduler.plugin_api import NodeInfo
 
 TopologyScores = dict[str, dict[str, int]]
 """``topologyKey`` -> node label value -> summed weight."""

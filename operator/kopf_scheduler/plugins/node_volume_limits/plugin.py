@@ -38,23 +38,27 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from kopf_scheduler.cache.node_info import NodeInfo
-from kopf_scheduler.framework.args import ensure_mapping, reject_unknown
-from kopf_scheduler.framework.cycle_state import CycleState
-from kopf_scheduler.framework.events import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    QueueingHint,
-)
-from kopf_scheduler.framework.handle import Handle
-from kopf_scheduler.framework.interfaces import PreFilterExtensions
-from kopf_scheduler.framework.status import SKIP, SUCCESS, Code, Status
-from kopf_scheduler.framework.types import PreFilterResult
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.pod_volumes import EPHEMERAL, PERSISTENT_VOLUME_CLAIM, PodVolume
 from kopf_scheduler.model.storage import CSINode, PersistentVolumeClaim, VolumeAttachment
+from kopf_scheduler.plugin_api import (
+    SKIP,
+    SUCCESS,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    CycleState,
+    EventResource,
+    Handle,
+    NodeInfo,
+    PreFilterExtensions,
+    PreFilterResult,
+    QueueingHint,
+    Status,
+    ensure_mapping,
+    reject_unknown,
+)
 from kopf_scheduler.plugins.csi_translation import (
     TranslationError,
     csi_volume_handle,

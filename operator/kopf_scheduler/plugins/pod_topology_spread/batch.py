@@ -22,24 +22,24 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kopf_scheduler.framework.interfaces import MAX_NODE_SCORE, NodeRejections
-from kopf_scheduler.framework.node_columns.fallback import Fallback
-from kopf_scheduler.framework.node_columns.mirror import (
+from kopf_scheduler.model.affinity import HONOR
+from kopf_scheduler.model.node import HOSTNAME_LABEL
+from kopf_scheduler.plugin_api import (
+    MAX_NODE_SCORE,
     BoolArray,
+    Fallback,
     FloatArray,
     IntArray,
     LabelColumn,
+    NodeRejections,
+    selector_key,
 )
-from kopf_scheduler.framework.node_columns.value_keys import selector_key
-from kopf_scheduler.model.affinity import HONOR
-from kopf_scheduler.model.node import HOSTNAME_LABEL
 
 if TYPE_CHECKING:
-    from kopf_scheduler.cache.node_info import NodeInfo
-    from kopf_scheduler.framework.node_columns.columns import NodeColumns
     from kopf_scheduler.model.affinity import TopologySpreadConstraint
     from kopf_scheduler.model.pod import Pod
     from kopf_scheduler.model.selectors import LabelSelector
+    from kopf_scheduler.plugin_api import NodeColumns, NodeInfo
     from kopf_scheduler.plugins.pod_topology_spread.filtering import PreFilterState
     from kopf_scheduler.plugins.pod_topology_spread.scoring import PreScoreState
 

@@ -29,9 +29,9 @@ from kopf_scheduler.model.selectors import LabelSelector, Requirement
 from kopf_scheduler.model.taints import NO_EXECUTE, NO_SCHEDULE, find_untolerated_taint
 
 if TYPE_CHECKING:
-    from kopf_scheduler.framework.handle import Handle
     from kopf_scheduler.model.node import Node
     from kopf_scheduler.model.pod import Pod
+    from kopf_scheduler.plugin_api import Handle
 
 SYSTEM_DEFAULTING = "System"
 LIST_DEFAULTING = "List"

@@ -13,12 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from kopf_scheduler.framework.cycle_state import StateKey
+from kopf_scheduler.plugin_api import (
+    StateKey,
+)
 
 if TYPE_CHECKING:
-    from kopf_scheduler.cache.node_info import NodeInfo
     from kopf_scheduler.model.affinity import TopologySpreadConstraint
     from kopf_scheduler.model.pod import Pod
+    from kopf_scheduler.plugin_api import NodeInfo
 
 
 class DomainCounter(Protocol):

@@ -25,8 +25,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from kopf_scheduler.framework.cycle_state import StateKey
 from kopf_scheduler.model.affinity import TopologySpreadConstraint
+from kopf_scheduler.plugin_api import (
+    StateKey,
+)
 from kopf_scheduler.plugins.pod_topology_spread.common import (
     count_pods_match_selector,
     matches_node_inclusion_policies,
@@ -34,9 +36,9 @@ from kopf_scheduler.plugins.pod_topology_spread.common import (
 )
 
 if TYPE_CHECKING:
-    from kopf_scheduler.cache.node_info import NodeInfo
     from kopf_scheduler.model.node import Node
     from kopf_scheduler.model.pod import Pod
+    from kopf_scheduler.plugin_api import NodeInfo
     from kopf_scheduler.plugins.pod_topology_spread.counting import DomainCounter
 
 REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"

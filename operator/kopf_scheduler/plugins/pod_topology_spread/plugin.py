@@ -10,24 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from kopf_scheduler.cache.node_info import NodeInfo
-from kopf_scheduler.framework.args import InvalidArgsError, ensure_mapping, reject_unknown
-from kopf_scheduler.framework.cycle_state import CycleState, StateKey
-from kopf_scheduler.framework.events import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    QueueingHint,
-)
-from kopf_scheduler.framework.handle import Handle
-from kopf_scheduler.framework.interfaces import NodeRejections, NodeScore
-from kopf_scheduler.framework.node_columns.columns import NODE_COLUMNS_KEY, NodeColumns
-from kopf_scheduler.framework.node_columns.fallback import Fallback
-from kopf_scheduler.framework.node_columns.free_capacity import FreeColumns
-from kopf_scheduler.framework.node_columns.mirror import IntArray
-from kopf_scheduler.framework.status import SKIP, SUCCESS, Code, Status
-from kopf_scheduler.framework.types import PreFilterResult
 from kopf_scheduler.model.affinity import (
     DO_NOT_SCHEDULE,
     HONOR,
@@ -37,6 +19,32 @@ from kopf_scheduler.model.affinity import (
 from kopf_scheduler.model.errors import InvalidObjectError
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.plugin_api import (
+    NODE_COLUMNS_KEY,
+    SKIP,
+    SUCCESS,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    CycleState,
+    EventResource,
+    Fallback,
+    FreeColumns,
+    Handle,
+    IntArray,
+    InvalidArgsError,
+    NodeColumns,
+    NodeInfo,
+    NodeRejections,
+    NodeScore,
+    PreFilterResult,
+    QueueingHint,
+    StateKey,
+    Status,
+    ensure_mapping,
+    reject_unknown,
+)
 from kopf_scheduler.plugins.pod_topology_spread import filtering, scoring
 from kopf_scheduler.plugins.pod_topology_spread.batch import SpreadColumns
 from kopf_scheduler.plugins.pod_topology_spread.common import (

@@ -22,11 +22,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from kopf_scheduler.framework.cycle_state import StateKey
-from kopf_scheduler.framework.interfaces import MAX_NODE_SCORE, NodeScore
-from kopf_scheduler.framework.status import SUCCESS, Status
 from kopf_scheduler.model.affinity import TopologySpreadConstraint
 from kopf_scheduler.model.node import HOSTNAME_LABEL
+from kopf_scheduler.plugin_api import (
+    MAX_NODE_SCORE,
+    SUCCESS,
+    NodeScore,
+    StateKey,
+    Status,
+)
 from kopf_scheduler.plugins.pod_topology_spread.common import (
     count_pods_match_selector,
     go_log,
@@ -36,8 +40,8 @@ from kopf_scheduler.plugins.pod_topology_spread.common import (
 )
 
 if TYPE_CHECKING:
-    from kopf_scheduler.cache.node_info import NodeInfo
     from kopf_scheduler.model.pod import Pod
+    from kopf_scheduler.plugin_api import NodeInfo
     from kopf_scheduler.plugins.pod_topology_spread.counting import DomainCounter
 
 _INVALID_SCORE = -1

@@ -12,7 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kopf_scheduler.framework.args import InvalidArgsError, ensure_mapping, reject_unknown
+from kopf_scheduler.plugin_api import (
+    InvalidArgsError,
+    ensure_mapping,
+    reject_unknown,
+)
 
 DEFAULT_BIND_TIMEOUT_SECONDS = 600
 

@@ -22,13 +22,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kopf_scheduler.cache.storage import StorageCache
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.pod_volumes import PodVolume
 from kopf_scheduler.model.storage import (
     CLAIM_LOST,
     PersistentVolume,
     PersistentVolumeClaim,
+)
+from kopf_scheduler.plugin_api import (
+    StorageCache,
 )
 from kopf_scheduler.plugins.volume_binding.errors import VolumeBindingError
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from kopf_scheduler.cache.storage import StorageCache
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.selectors import NodeSelector
 from kopf_scheduler.model.storage import (
@@ -31,6 +30,9 @@ from kopf_scheduler.model.storage import (
     CSINode,
     PersistentVolume,
     PersistentVolumeClaim,
+)
+from kopf_scheduler.plugin_api import (
+    StorageCache,
 )
 from kopf_scheduler.plugins.csi_translation import TranslationError, migrated_node_affinity
 from kopf_scheduler.plugins.volume_binding.claims import PodVolumeClaims

@@ -20,13 +20,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kopf_scheduler.framework.events import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    QueueingHint,
-)
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.pod_volumes import CSI
 from kopf_scheduler.model.storage import (
@@ -36,6 +29,13 @@ from kopf_scheduler.model.storage import (
     CSIStorageCapacity,
     PersistentVolumeClaim,
     StorageClass,
+)
+from kopf_scheduler.plugin_api import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
 )
 from kopf_scheduler.plugins.volume_binding.provisioning import volume_limit
 

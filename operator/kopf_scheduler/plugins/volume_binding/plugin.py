@@ -23,13 +23,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from kopf_scheduler.cache.node_info import NodeInfo
-from kopf_scheduler.framework.cycle_state import CycleState, StateKey
-from kopf_scheduler.framework.events import ClusterEventWithHint
-from kopf_scheduler.framework.handle import Handle
-from kopf_scheduler.framework.status import SKIP, SUCCESS, Code, Status
-from kopf_scheduler.framework.types import PreFilterResult
 from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.plugin_api import (
+    SKIP,
+    SUCCESS,
+    ClusterEventWithHint,
+    Code,
+    CycleState,
+    Handle,
+    NodeInfo,
+    PreFilterResult,
+    StateKey,
+    Status,
+)
 from kopf_scheduler.plugins.volume_binding.args import Args
 from kopf_scheduler.plugins.volume_binding.claims import (
     PodVolumeClaims,

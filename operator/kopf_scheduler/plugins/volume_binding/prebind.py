@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kopf_scheduler.framework.handle import Handle
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.storage import (
@@ -33,6 +32,10 @@ from kopf_scheduler.model.storage import (
     CSINode,
     PersistentVolume,
     PersistentVolumeClaim,
+)
+from kopf_scheduler.plugin_api import (
+    ApiError,
+    Handle,
 )
 from kopf_scheduler.plugins.volume_binding.claims import CLAIM_DESCRIPTION
 from kopf_scheduler.plugins.volume_binding.decisions import (
@@ -43,7 +46,6 @@ from kopf_scheduler.plugins.volume_binding.decisions import (
 from kopf_scheduler.plugins.volume_binding.errors import VolumeBindingError
 from kopf_scheduler.plugins.volume_binding.matching import affinity_admits
 from kopf_scheduler.plugins.volume_binding.reservation import VOLUME_DESCRIPTION
-from kopf_scheduler.ports import ApiError
 
 POLL_INTERVAL_SECONDS = 1.0
 DEADLINE_EXCEEDED = "context deadline exceeded"

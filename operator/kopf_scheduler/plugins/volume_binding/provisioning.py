@@ -25,13 +25,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from kopf_scheduler.cache.storage import StorageCache
 from kopf_scheduler.model.storage import (
     NO_PROVISIONER,
     STORAGE,
     CSIStorageCapacity,
     PersistentVolumeClaim,
     StorageClass,
+)
+from kopf_scheduler.plugin_api import (
+    StorageCache,
 )
 from kopf_scheduler.plugins.volume_binding.errors import VolumeBindingError
 

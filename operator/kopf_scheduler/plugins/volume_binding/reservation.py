@@ -16,12 +16,16 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kopf_scheduler.cache.storage import AssumeCache, AssumeConflictError, StorageCache
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.storage import (
     SELECTED_NODE_ANNOTATION,
     PersistentVolume,
     PersistentVolumeClaim,
+)
+from kopf_scheduler.plugin_api import (
+    AssumeCache,
+    AssumeConflictError,
+    StorageCache,
 )
 from kopf_scheduler.plugins.volume_binding.claims import CLAIM_DESCRIPTION, pod_volumes_bound
 from kopf_scheduler.plugins.volume_binding.decisions import PodVolumes, StaticBinding

@@ -1,4 +1,4 @@
-"""Shared scoring arithmetic for the default plugins.
+"""Score arithmetic the plugins share.
 
 Several score plugins rescale their raw per-node numbers onto ``[0, max_priority]`` the same way
 upstream does in its ``helper`` package. Keeping that in one place guarantees identical integer

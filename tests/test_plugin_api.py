@@ -1,0 +1,37 @@
+"""``plugin_api`` is the one door plugin authors use: every name it offers resolves, and the
+example plugin needs nothing from the scheduler beside it and the model."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from kopf_scheduler import plugin_api
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "plugins"
+
+
+def test_every_name_offered_resolves() -> None:
+    missing = [name for name in plugin_api.__all__ if not hasattr(plugin_api, name)]
+    assert missing == []
+    assert len(set(plugin_api.__all__)) == len(plugin_api.__all__)
+
+
+def _scheduler_imports(path: Path) -> set[str]:
+    modules = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            modules.add(node.module)
+        elif isinstance(node, ast.Import):
+            modules.update(alias.name for alias in node.names)
+    return {module for module in modules if module.split(".")[0] == "kopf_scheduler"}
+
+
+def test_the_example_plugin_imports_the_scheduler_through_plugin_api_and_the_model() -> None:
+    sources = sorted(EXAMPLES.glob("*/*.py"))
+    assert sources
+    for source in sources:
+        for module in _scheduler_imports(source):
+            assert module == "kopf_scheduler.plugin_api" or module.startswith(
+                "kopf_scheduler.model."
+            ), f"{source.name} imports {module}"
