@@ -16,7 +16,9 @@ One run, in order:
 2. start watching the namespace's pods; create the backlog wave, if there is one;
 3. start the scheduler under test (a fresh process per run, so nothing carries over), then
    create the other waves at their offsets from the next moment :data:`WAVE_PHASE` past a
-   whole second of the wall clock (see below);
+   whole second of the wall clock (see below); with a backlog, the scheduler is started so
+   that its first decision on it falls near that point of a second, and the waves begin at
+   the phase at least :data:`BACKLOG_HEAD_START` after that decision;
 4. wait until the run settles: no pod terminating, no claim waiting for its volume, nothing in
    the scheduler's active or backoff queue (``scheduler_pending_pods``) and no pod change for
    :data:`QUIET_SECONDS`, on two probes in a row;
@@ -37,6 +39,15 @@ ties on start time), then depends on where in the second a run happened to begin
 every run's waves at the same point within the second gives both schedulers the same clock to
 race against; the runs of one side would otherwise agree with each other and disagree with the
 other side's for no reason of scheduling.
+
+A backlog is decided as soon as the scheduler starts, so there the point in the second is set
+by how long the scheduler takes to start, which is its own: kube-scheduler decides about 0.3 s
+after it is launched, a Python process one and a half to two and a half seconds after, and the
+readiness each reports comes at a different moment relative to its first decision. Timing the
+waves from readiness left one side's backlog victims a second less before the next wave than
+the other's. So the runner measures, per side, the time from starting the scheduler to its
+first decision on the backlog as the pod watch shows it, starts the next run of that side that
+much ahead of the phase, and times the waves from the decision itself.
 """
 
 from __future__ import annotations
@@ -61,7 +72,7 @@ from bench.promtext import by_label, parse
 from e2e.localcluster import ClusterError, LocalCluster, default_state_dir, spawn_logged
 from e2e.support import SCHEDULER_NAME
 from e2e.support.clusters import apply_rbac, service_account_kubeconfig
-from e2e.support.kubectl import Kubectl, KubectlError
+from e2e.support.kubectl import Kubectl, KubectlError, condition, node_name, nominated_node
 from e2e.support.schedulers import UPSTREAM_SCHEDULER_NAME, free_port
 from e2e.support.watch import PodWatch
 
@@ -81,6 +92,9 @@ RESOURCE_PATH = "/apis/resource.k8s.io/v1"
 SLICES_PATH = f"{RESOURCE_PATH}/resourceslices"
 WAVE_PHASE = 0.2
 """Where within a wall-clock second the first wave of every run starts."""
+BACKLOG_HEAD_START = 0.5
+"""Seconds at least from the scheduler's first decision on a backlog to the next wave's phase."""
+BACKLOG_DECISION_TIMEOUT = 15.0
 
 OUR_CONFIG = f"""\
 apiVersion: kubescheduler.config.k8s.io/v1
@@ -322,6 +336,14 @@ class OurSide:
         return _scrape(f"https://127.0.0.1:{self.port}/metrics", _insecure())
 
 
+def _decided(pod: Mapping[str, Any]) -> bool:
+    """Whether a scheduler has decided on ``pod``: bound, nominated, or told unschedulable
+    (the API server's own ``SchedulingGated`` condition is no decision)."""
+    scheduled = condition(pod, "PodScheduled") or {}
+    attempted = bool(scheduled) and scheduled.get("reason") != "SchedulingGated"
+    return attempted or node_name(pod) is not None or nominated_node(pod) is not None
+
+
 def seconds_to_phase(wall: float, phase: float = WAVE_PHASE) -> float:
     """Seconds from the wall-clock time ``wall`` to the next moment ``phase`` past a whole
     second (0 when ``wall`` is exactly there)."""
@@ -391,6 +413,9 @@ class Lab:
                 if "kube-scheduler" in self.cluster.running():
                     self.cluster.stop_kube_scheduler()
                 apply_rbac(self.kubectl)
+                self._start_latency: dict[str, float] = {}
+                """Per side: seconds from starting it to its first decision on a backlog,
+                as last measured."""
                 self.sides: dict[str, Side] = {
                     UPSTREAM: UpstreamSide(self.cluster),
                     OURS: OurSide(self.kubectl, work_dir / "kopf-scheduler"),
@@ -504,9 +529,13 @@ class Lab:
                 time.sleep(1.0)  # kubectl has listed; let it settle into the watch
                 waves = list(rendered.waves)
                 if waves and waves[0].backlog:
-                    self._create_wave(waves.pop(0))
-                side.start()
-                self._create_waves(waves)
+                    backlog = waves.pop(0)
+                    self._create_wave(backlog)
+                    decided = self._start_on_phase(side, watch, backlog)
+                    self._create_waves(waves, not_before=decided + BACKLOG_HEAD_START)
+                else:
+                    side.start()
+                    self._create_waves(waves)
                 settled = self._settle(rendered, side, watch)
                 side.stop()
             finally:
@@ -588,10 +617,47 @@ class Lab:
                 ),
             )
 
-    def _create_waves(self, waves: list[Wave]) -> None:
-        """Each wave at its offset from the next :data:`WAVE_PHASE` of the wall clock (the
-        scheduler just started)."""
-        origin = time.monotonic() + seconds_to_phase(time.time())
+    def _start_on_phase(self, side: Side, watch: PodWatch, backlog: Wave) -> float:
+        """Start ``side`` so that its first decision on the backlog falls near
+        :data:`WAVE_PHASE` of a second; the monotonic time that decision was seen.
+
+        How long a scheduler takes from being started to its first decision is its own (a Go
+        binary, a Python process); it is measured on each run and the next run of the same side
+        starts that much ahead of the phase. A backlog nothing decides on (every pod gated, say)
+        leaves the waves timed from the scheduler's start.
+        """
+        latency = self._start_latency.get(side.name)
+        if latency is not None:
+            time.sleep(seconds_to_phase(time.time() + latency))
+        called = time.monotonic()
+        side.start()
+        names = {name_of(pod) for pod in backlog.pods}
+
+        def first_decision() -> float | None:
+            seen = [
+                event.received
+                for event in watch.events()
+                if event.received >= called and event.name in names and _decided(event.pod)
+            ]
+            return min(seen) if seen else None
+
+        with contextlib.suppress(RunnerError):
+            decided: float = _wait(
+                "the scheduler's first decision on the backlog",
+                first_decision,
+                timeout=BACKLOG_DECISION_TIMEOUT,
+                interval=0.05,
+            )
+            self._start_latency[side.name] = decided - called
+            return decided
+        return time.monotonic()
+
+    def _create_waves(self, waves: list[Wave], not_before: float | None = None) -> None:
+        """Each wave at its offset from the next :data:`WAVE_PHASE` of the wall clock after
+        the scheduler started (and after the monotonic time ``not_before``, if given)."""
+        now = time.monotonic()
+        wait = max(0.0, not_before - now) if not_before is not None else 0.0
+        origin = now + wait + seconds_to_phase(time.time() + wait)
         offset = 0.0
         for wave in waves:
             offset += wave.after_seconds
