@@ -44,11 +44,13 @@ from .rates import render as render_rates
 from .rates import to_json as rates_json
 from .record import OURS, UPSTREAM, RunRecord
 from .reduce import reduce
-from .report import CampaignInfo, aspect_details, details, render, summary
+from .report import CampaignInfo, aspect_details, details, render, render_details, summary
 from .runner import Lab, RunnerError
 from .scenario import Scenario, ScenarioError, dump, load
 
 DEFAULT_OUT = Path("/tmp/kopf-differential")
+DETAILS = Path("results") / "fidelity-campaign.md"
+"""The report's details page, relative to the report."""
 _GENERATED = re.compile(rf"^({'|'.join(PROFILES)})-(\d+)$")
 
 
@@ -142,9 +144,11 @@ def _write_report(
         upstream_runs=args.upstream_runs,
         ours_runs=args.ours_runs,
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(results, info))
-    _say(f"report written to {path}")
+    details_page = path.parent / DETAILS
+    details_page.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render(results, info, DETAILS.as_posix()))
+    details_page.write_text(render_details(results, info, f"../{path.name}"))
+    _say(f"report written to {path}, the details to {details_page}")
     _draw_chart(path, None)
 
 

@@ -1,8 +1,12 @@
-"""``docs/fidelity.md``: the figures of a campaign and every divergence with its scenario."""
+"""The campaign's report in two pages: ``docs/fidelity.md`` says where fidelity stands (what is
+compared, the figures, the chart, one line per scenario that differs), and the details page
+beside it (``docs/results/fidelity-campaign.md``) holds every difference with its values and its
+scenario, for whoever follows a line of the first."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -146,12 +150,20 @@ _SECTIONS = (
 )
 
 
+def _heading(result: ScenarioResult, verdict: Verdict) -> str:
+    return f"{result.scenario.name}: {', '.join(r.aspect for r in result.comparison.of(verdict))}"
+
+
+def anchor(heading: str) -> str:
+    """The fragment a Markdown renderer (GitHub's) gives a heading: lower case, punctuation
+    other than hyphens dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+
+
 def _scenario_block(result: ScenarioResult, verdict: Verdict) -> list[str]:
-    comparison = result.comparison
-    aspects = comparison.of(verdict)
-    lines = [f"### {result.scenario.name}: {', '.join(r.aspect for r in aspects)}", ""]
+    lines = [f"### {_heading(result, verdict)}", ""]
     lines += [f"Reproduce: `.venv/bin/python -m differential run {result.scenario.name}`", ""]
-    for aspect_result in aspects:
+    for aspect_result in result.comparison.of(verdict):
         lines += [f"**{aspect_result.aspect}**", "", *_aspect_block(aspect_result), ""]
     return [
         *lines,
@@ -166,12 +178,19 @@ def _scenario_block(result: ScenarioResult, verdict: Verdict) -> list[str]:
     ]
 
 
-def render(results: Sequence[ScenarioResult], info: CampaignInfo) -> str:
+def _by_verdict(results: Sequence[ScenarioResult]) -> dict[Verdict, list[ScenarioResult]]:
+    found: dict[Verdict, list[ScenarioResult]] = {verdict: [] for verdict in Verdict}
+    for result in results:
+        if result.error is None:
+            found[result.comparison.verdict].append(result)
+    return found
+
+
+def render(results: Sequence[ScenarioResult], info: CampaignInfo, details: str) -> str:
+    """The summary page; ``details`` is the details page's path relative to it."""
     played = [r for r in results if r.error is None]
     errors = [r for r in results if r.error is not None]
-    by_verdict: dict[Verdict, list[ScenarioResult]] = {verdict: [] for verdict in Verdict}
-    for result in played:
-        by_verdict[result.comparison.verdict].append(result)
+    by_verdict = _by_verdict(results)
     counts = {verdict: len(found) for verdict, found in by_verdict.items()}
     lines = [INTRO, "## Latest campaign", ""]
     lines.append(f"- Command: `{info.command}`")
@@ -202,17 +221,51 @@ def render(results: Sequence[ScenarioResult], info: CampaignInfo) -> str:
         for result in played:
             per_aspect[result.comparison.aspects[aspect].verdict] += 1
         lines.append(f"| {aspect} | " + " | ".join(str(n) for n in per_aspect.values()) + " |")
-    lines += ["", CHART]
+    lines += ["", CHART, "", "## The scenarios that differ", ""]
+    lines.append(
+        f"Each with the values that differ and the scenario itself in [the details]({details})."
+    )
+    for verdict, title in _SECTIONS:
+        lines += [
+            "",
+            f"**{title}**: "
+            + (
+                ", ".join(
+                    f"[{_heading(r, verdict)}]({details}#{anchor(_heading(r, verdict))})"
+                    for r in by_verdict[verdict]
+                )
+                or "none."
+            ),
+        ]
+    if errors:
+        lines += [
+            "",
+            "**Could not be played**: "
+            + ", ".join(f"{r.scenario.name} ({json.dumps(r.error)})" for r in errors),
+        ]
+    lines += ["", RERUN]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def render_details(results: Sequence[ScenarioResult], info: CampaignInfo, summary: str) -> str:
+    """The details page; ``summary`` is the summary page's path relative to it."""
+    by_verdict = _by_verdict(results)
+    lines = [
+        f"# The campaign of {info.date} in detail",
+        "",
+        f"Every scenario of `{info.command}` that did not come out identical, with the values "
+        f"that differ and the scenario itself; the figures are in [the summary]({summary}).",
+    ]
     for verdict, title in _SECTIONS:
         lines += ["", f"## {title}", ""]
         if not by_verdict[verdict]:
             lines.append("None.")
         for result in by_verdict[verdict]:
             lines += _scenario_block(result, verdict)
+    errors = [r for r in results if r.error is not None]
     if errors:
         lines += ["", "## Scenarios that could not be played", ""]
         lines += [f"- {r.scenario.name}: {json.dumps(r.error)}" for r in errors]
-    lines += ["", RERUN]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -49,7 +49,7 @@ def campaign_results(identical: int, divergent: int) -> list[ScenarioResult]:
 
 def report(identical: int, divergent: int, date: str) -> str:
     info = CampaignInfo("make differential", date, 60, 5, 2)
-    return render(campaign_results(identical, divergent), info)
+    return render(campaign_results(identical, divergent), info, "results/fidelity-campaign.md")
 
 
 def bars(svg: str) -> list[ET.Element]:

@@ -1,11 +1,12 @@
-"""docs/fidelity.md: the figures and every divergence with the scenario that shows it."""
+"""docs/fidelity.md: the figures and a line per scenario that differs; the details page: every
+difference with its values and the scenario that shows it."""
 
 from __future__ import annotations
 
 from differential.campaign import ScenarioResult
 from differential.generator import generate
 from differential.normalise import ASPECTS, Outcome
-from differential.report import CampaignInfo, render, summary
+from differential.report import CampaignInfo, anchor, render, render_details, summary
 
 INFO = CampaignInfo(
     command="make differential SEEDS=1-3",
@@ -33,8 +34,11 @@ def results() -> list[ScenarioResult]:
     ]
 
 
+DETAILS = "results/fidelity-campaign.md"
+
+
 def test_the_figures() -> None:
-    text = render(results(), INFO)
+    text = render(results(), INFO, DETAILS)
     assert "- Command: `make differential SEEDS=1-3`" in text
     assert (
         "- 2026-11-25: 5 scenarios in 1 h 2 min, up to 3 upstream and 2 runs of ours each" in text
@@ -53,8 +57,26 @@ def test_the_figures() -> None:
     assert "mixed-2 (kopf 1)" in text
 
 
+def test_the_summary_links_each_scenario_that_differs_to_its_details() -> None:
+    text = render(results(), INFO, DETAILS)
+    assert (
+        "**True divergences**: [preemption-1: placements]"
+        "(results/fidelity-campaign.md#preemption-1-placements)" in text
+    )
+    assert "**Ours-nondeterministic**: [mixed-3: placements](" in text
+    assert "**Upstream-nondeterministic**: [mixed-2: placements](" in text
+    assert '**Could not be played**: preemption-2 ("timed out waiting for kwok")' in text
+    assert "name: preemption-1" not in text  # scenarios live on the details page
+
+
+def test_anchors_follow_the_headings() -> None:
+    assert anchor("preemption-34: placements, conditions, events") == (
+        "preemption-34-placements-conditions-events"
+    )
+
+
 def test_a_divergence_comes_with_its_values_and_its_scenario() -> None:
-    text = render(results(), INFO)
+    text = render_details(results(), INFO, "../fidelity.md")
     section = text.split("## True divergences", 1)[1].split("## Ours-nondeterministic")[0]
     assert "### preemption-1: placements" in section
     assert "`.venv/bin/python -m differential run preemption-1`" in section
@@ -65,7 +87,7 @@ def test_a_divergence_comes_with_its_values_and_its_scenario() -> None:
 
 
 def test_nondeterminism_and_errors_are_listed() -> None:
-    text = render(results(), INFO)
+    text = render_details(results(), INFO, "../fidelity.md")
     ours_section = text.split("## Ours-nondeterministic", 1)[1].split("## Upstream-")[0]
     assert "### mixed-3: placements" in ours_section
     assert "ours, outcome 1 of 2 runs:\n  node-2\n  ours, outcome 2 of 2 runs:\n  node-1" in (
