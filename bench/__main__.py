@@ -243,7 +243,7 @@ def run_profile(
         path = report.write_json(results, profile)
         partial.unlink(missing_ok=True)
         report.update_doc(report.render(results))
-        say(f"results in {path.relative_to(REPO)} and docs/benchmarks.md")
+        say(f"results in {path.relative_to(REPO)} and docs/results/benchmark-runs.md")
         _draw_chart(report.RESULTS_DIR, chart.OUT)
     if out is not None:
         out.write_text(json.dumps(results, indent=1))

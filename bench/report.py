@@ -22,7 +22,8 @@ from e2e.localcluster import procfs
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO / "bench" / "results"
-DOC = REPO / "docs" / "benchmarks.md"
+RUNS_DOC = REPO / "docs" / "results" / "benchmark-runs.md"
+"""Every run's section, newest first; docs/benchmarks.md says what they add up to."""
 RUNS_MARKER = "<!-- runs: newest first; `make bench` / `make bench-full` insert below -->"
 
 
@@ -152,22 +153,21 @@ def write_json(results: dict[str, Any], profile: str) -> Path:
     return path
 
 
-def update_doc(section: str) -> None:
-    text = DOC.read_text() if DOC.exists() else ""
+def update_doc(section: str, doc: Path = RUNS_DOC) -> None:
+    """Put ``section`` at the top of the runs page (made when missing)."""
+    text = doc.read_text() if doc.exists() else ""
     if RUNS_MARKER not in text:
-        text = DOC_HEADER + "\n" + RUNS_MARKER + "\n" + text
+        text = RUNS_HEADER + "\n" + RUNS_MARKER + "\n" + text
     head, _, tail = text.partition(RUNS_MARKER)
-    DOC.write_text(head + RUNS_MARKER + "\n\n" + section.rstrip() + "\n\n" + tail.lstrip("\n"))
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text(head + RUNS_MARKER + "\n\n" + section.rstrip() + "\n\n" + tail.lstrip("\n"))
 
 
-DOC_HEADER = """# Benchmarks
+RUNS_HEADER = """# Benchmark runs
 
-kopf-scheduler beside the upstream kube-scheduler, in the scenarios of the project's performance
-notes (scheduler_perf shapes). Runs are appended by `make bench` (quick) and `make bench-full`;
-raw results are in `bench/results/`.
-
-![The ratios kopf-scheduler / kube-scheduler of the newest end-to-end pair of each scenario]\
-(images/bench-ratios.svg)
+Every run `make bench`, `make bench-full` and `python -m bench run` recorded, newest first, as it
+came out: the machine, the versions, every figure of both schedulers. What they add up to is in
+[the summary](../benchmarks.md); the raw results are in `bench/results/`.
 """
 
 
