@@ -177,6 +177,19 @@ def _success(_: None) -> Status:
     return SUCCESS
 
 
+def _failed(point: str, plugin: str, status: Status) -> Status:
+    """A plugin's unsuccessful status as its extension point reports it: a rejection keeps its
+    code and names the plugin, anything else becomes an Error that says where it came from."""
+    if status.is_rejected():
+        return status.with_plugin(plugin)
+    return Status(
+        Code.ERROR,
+        f'running {point} plugin "{plugin}": {status.message()}',
+        plugin=plugin,
+        error=status.error,
+    )
+
+
 class DryRunAccelerator(Protocol):
     """Speeds up preemption dry runs for the attempts it can serve with identical results.
 
@@ -589,14 +602,7 @@ class Framework:
             if state.record_plugin_metrics:
                 self.observe_plugin("Reserve", plugin.name, started, status)
             if not status.is_success():
-                if status.is_rejected():
-                    return status.with_plugin(plugin.name)
-                return Status(
-                    Code.ERROR,
-                    f'running Reserve plugin "{plugin.name}": {status.message()}',
-                    plugin=plugin.name,
-                    error=status.error,
-                )
+                return _failed("Reserve", plugin.name, status)
         return SUCCESS
 
     @_timed("Unreserve", _success)
@@ -615,19 +621,10 @@ class Framework:
             status, timeout = plugin.permit(state, pod, node_name)
             if state.record_plugin_metrics:
                 self.observe_plugin("Permit", plugin.name, started, status)
-            if status.is_success():
-                continue
-            if status.is_rejected():
-                return status.with_plugin(plugin.name)
             if status.is_wait():
                 waits[plugin.name] = min(timeout, MAX_TIMEOUT_SECONDS)
-                continue
-            return Status(
-                Code.ERROR,
-                f'running Permit plugin "{plugin.name}": {status.message()}',
-                plugin=plugin.name,
-                error=status.error,
-            )
+            elif not status.is_success():
+                return _failed("Permit", plugin.name, status)
         if waits:
             self._waiting[pod.uid] = WaitingPod(pod, waits)
             return Status(Code.WAIT, "one or more plugins prevented scheduling of the pod")
@@ -679,23 +676,12 @@ class Framework:
             status = await plugin.pre_bind(state, pod, node_name)
             if state.record_plugin_metrics:
                 self.observe_plugin("PreBind", plugin.name, started, status)
-            if status.is_skip():
-                continue
-            if not status.is_success():
-                if status.is_rejected():
-                    return status.with_plugin(plugin.name)
-                return Status(
-                    Code.ERROR,
-                    f'running PreBind plugin "{plugin.name}": {status.message()}',
-                    plugin=plugin.name,
-                    error=status.error,
-                )
+            if not status.is_success() and not status.is_skip():
+                return _failed("PreBind", plugin.name, status)
         return SUCCESS
 
     @_timed_async("Bind")
     async def run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
-        if not self.plugins.bind:
-            return Status(Code.SKIP)
         status = Status(Code.SKIP)
         for plugin in self.plugins.bind:
             started = self.handle.now() if state.record_plugin_metrics else 0.0
@@ -704,16 +690,7 @@ class Framework:
                 self.observe_plugin("Bind", plugin.name, started, status)
             if status.is_skip():
                 continue
-            if not status.is_success():
-                if status.is_rejected():
-                    return status.with_plugin(plugin.name)
-                return Status(
-                    Code.ERROR,
-                    f'running Bind plugin "{plugin.name}": {status.message()}',
-                    plugin=plugin.name,
-                    error=status.error,
-                )
-            return status
+            return status if status.is_success() else _failed("Bind", plugin.name, status)
         return status
 
     @_timed("PostBind", _success)
