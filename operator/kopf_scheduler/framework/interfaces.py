@@ -129,6 +129,16 @@ class NodeRejections(NamedTuple):
     below :data:`MAX_REJECTION_REASONS`); nodes with equal numbers get equal statuses from the
     per-node ``filter``. ``None`` when the plugin rejects in one way only."""
 
+    @classmethod
+    def by_detail(cls, fails: BoolArray, detail: IntArray) -> NodeRejections:
+        """Rejections whose reason numbers are known for every node up front (``detail``)."""
+
+        def reasons(positions: IntArray) -> IntArray:
+            picked: IntArray = detail[positions]
+            return picked
+
+        return cls(fails, reasons)
+
 
 class BatchFilter(Protocol):
     def filter_nodes(

@@ -99,6 +99,18 @@ class LabelColumn:
         """The code of ``value``, or ``None`` when no node has ever carried it."""
         return self.values.get(value)
 
+    def table(self, by_value: Mapping[str, int]) -> IntArray:
+        """``by_value`` indexed by code, with one extra last slot (0) that code -1 indexes, so
+        that ``table[codes]`` gives each node the number of its value (0 without the label);
+        values no node carries are left out."""
+        table = np.zeros(len(self.names) + 1, dtype=np.int64)
+        values = self.values
+        for value, number in by_value.items():
+            code = values.get(value)
+            if code is not None:
+                table[code] = number
+        return table
+
     def pairs(self) -> tuple[list[LabelPair], dict[LabelPair, int]]:
         """The ``(key, value)`` pair of every code, and the code of every pair.
 

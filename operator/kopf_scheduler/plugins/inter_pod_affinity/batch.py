@@ -276,11 +276,7 @@ class AffinityColumns:
             np.where(broken, BROKEN_ANTI_AFFINITY, EXISTING_ANTI_AFFINITY),
         )
 
-        def reasons(positions: IntArray) -> IntArray:
-            picked: IntArray = detail[positions]
-            return picked
-
-        return NodeRejections(fails, reasons)
+        return NodeRejections.by_detail(fails, detail)
 
     # Score ---------------------------------------------------------------------------------------
 
@@ -291,15 +287,7 @@ class AffinityColumns:
         topology_scores = state.topology_scores
         for topology_key, by_value in topology_scores.items():
             column = mirror.labels(topology_key)
-            codes = np.fromiter(
-                map(column.values.get, by_value, repeat(-1)), dtype=np.int64, count=len(by_value)
-            )
-            known = codes >= 0
-            table = np.zeros(len(column.names) + 1, dtype=np.int64)
-            table[codes[known]] = np.fromiter(
-                by_value.values(), dtype=np.int64, count=len(by_value)
-            )[known]
-            raw += table[column.codes[positions]]
+            raw += column.table(by_value)[column.codes[positions]]
         if not topology_scores or not len(raw):
             return raw
         lowest = int(raw.min())

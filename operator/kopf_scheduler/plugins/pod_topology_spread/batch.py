@@ -54,17 +54,6 @@ _EXACT_LIMIT = 2**52
 """Largest magnitude whose float64 arithmetic below stays exact where Python's int is used."""
 
 
-def domain_table(column: LabelColumn, counts: dict[str, int]) -> IntArray:
-    """``counts`` by label code, with one extra last slot (0) that code -1 indexes."""
-    table = np.zeros(len(column.names) + 1, dtype=np.int64)
-    values = column.values
-    for value, count in counts.items():
-        code = values.get(value)
-        if code is not None:
-            table[code] = count
-    return table
-
-
 def go_round_array(values: FloatArray) -> IntArray:
     """:func:`~kopf_scheduler.plugins.pod_topology_spread.common.go_round`, elementwise."""
     whole = np.trunc(values)
@@ -171,7 +160,7 @@ class SpreadColumns:
             codes = column.codes
             missing = codes < 0
             self_match = 1 if constraint.selector.matches(pod.labels) else 0
-            skew = domain_table(column, state.match_num[index])[codes] + (
+            skew = column.table(state.match_num[index])[codes] + (
                 self_match - state.min_match_num(index)
             )
             skewed = ~missing & (skew > constraint.max_skew)
@@ -182,11 +171,7 @@ class SpreadColumns:
         if not fails.any():
             return None
 
-        def reasons(positions: IntArray) -> IntArray:
-            picked: IntArray = detail[positions]
-            return picked
-
-        return NodeRejections(fails, reasons)
+        return NodeRejections.by_detail(fails, detail)
 
     # Score ---------------------------------------------------------------------------------------
 
@@ -211,7 +196,7 @@ class SpreadColumns:
             if constraint.topology_key == HOSTNAME_LABEL:
                 matched = self.selector_counts(constraint.selector, pod.namespace)[positions]
             else:
-                matched = domain_table(column, state.pod_counts[index])[codes]
+                matched = column.table(state.pod_counts[index])[codes]
             if len(matched) and int(matched.max()) >= _EXACT_LIMIT:
                 raise Fallback
             contribution = matched.astype(np.float64) * state.weights[index] + float(
