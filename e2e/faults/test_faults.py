@@ -21,6 +21,7 @@ from e2e.support.faultproxy import Faults
 from e2e.support.kubectl import is_terminating, node_name, nominated_node
 from e2e.support.polling import wait_until
 from e2e.support.schedulers import LocalSchedulers, Schedulers
+from kopf_scheduler.informer.watched_kinds import WATCHED_KINDS
 
 from .conftest import Proxied
 from .harness import Burst, Scenario, compact_etcd
@@ -236,10 +237,11 @@ def test_leader_partition(
 def test_api_gone_for_a_minute_as_the_caches_sync(
     env: TestEnv, proxied: Proxied, scheduler_pool: LocalSchedulers
 ) -> None:
-    """The API server goes away (every connection reset) the moment the last initial LIST is
+    """The API server goes away (every connection reset) the moment the initial LISTs are all
     answered, before kopf's discovery, the watches and the first Lease request: the replica must
     ride the minute out (not exit), then lead and bind."""
-    proxied.proxy.partition_after("GET", "/api/v1/pods", hold=False)
+    listed = [("GET", kind.path) for kind in WATCHED_KINDS if not kind.plugin]
+    proxied.proxy.partition_after_all(listed, hold=False)
     replica = proxied.start("faults-gone-at-sync")  # returns once its /readyz says synced
     assert proxied.proxy.partitioned
     back = time.monotonic() + OUTAGE_AT_SYNC

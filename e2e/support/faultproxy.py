@@ -19,6 +19,7 @@ be injected below it.
     proxy.partition()                          # resets every open stream, holds new requests
     proxy.heal()                               # held requests are dropped, never forwarded
     proxy.partition_after("GET", "/api/v1/pods")  # partition once it and all in flight are done
+    proxy.partition_after_all([("GET", "/api/v1/pods"), ("GET", "/api/v1/nodes")])  # all of them
     proxy.partition(hold=False)                # a server gone: new requests are reset at once
     proxy.faults = Faults(cut_each_kind_once=True)  # one reply of each kind cut off mid-body
     proxy.stats.snapshot()                     # what was injected, and the 410s seen in watches
@@ -39,7 +40,7 @@ import random
 import ssl
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -245,7 +246,8 @@ class FaultProxy:
         self._session: aiohttp.ClientSession | None = None
         self._healed: asyncio.Event | None = None
         self._streams: dict[int, web.BaseRequest] = {}
-        self._partition_after: tuple[str, str, bool] | None = None
+        self._partition_after: tuple[set[tuple[str, str]], bool] | None = None
+        """The requests still to be answered before a partition, and its ``hold``."""
         self._partition_when_idle: bool | None = None
         """Set once the awaited request is answered: partition (with this ``hold``) as the last
         request then in flight is answered."""
@@ -299,7 +301,15 @@ class FaultProxy:
         """:meth:`partition` once the next ``method path`` request (not a watch) and every other
         request then in flight have had their whole answer: the moment a scheduler's last
         initial LIST arrives, whichever collection it is (the listings go out together)."""
-        self._partition_after = (method.upper(), path, hold)
+        self.partition_after_all([(method, path)], hold=hold)
+
+    def partition_after_all(
+        self, requests: Iterable[tuple[str, str]], *, hold: bool = True
+    ) -> None:
+        """:meth:`partition` once each ``(method, path)`` of ``requests`` (not watches) has
+        been answered and every other request then in flight has had its whole answer: right
+        after a scheduler's initial LISTs, however their answers interleave."""
+        self._partition_after = ({(method.upper(), path) for method, path in requests}, hold)
 
     def cut(self) -> None:
         """Reset every open connection once (watches included); new ones pass."""
@@ -493,13 +503,12 @@ class FaultProxy:
                         self._abort(request)
                         return response
                 trigger = self._partition_after
-                if (
-                    not watch
-                    and trigger is not None
-                    and trigger[:2] == (request.method, request.path)
-                ):
-                    self._partition_after = None
-                    self._partition_when_idle = trigger[2]
+                if not watch and trigger is not None:
+                    awaited, partition_hold = trigger
+                    awaited.discard((request.method, request.path))
+                    if not awaited:
+                        self._partition_after = None
+                        self._partition_when_idle = partition_hold
                 hold = self._partition_when_idle
                 if not watch and hold is not None and self._requests_in_flight == 1:
                     # The last answer: in force before the client can read its end.

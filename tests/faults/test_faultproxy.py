@@ -239,3 +239,21 @@ async def test_the_first_answer_of_each_kind_is_cut_off_mid_body_and_the_next_pa
 )
 def test_request_kinds(method: str, path: str, watch: bool, kind: str) -> None:
     assert request_kind(method, path, watch) == kind
+
+
+async def test_a_partition_can_wait_for_several_requests_answered_in_any_order(
+    proxy: FaultProxy, upstream: tuple[Upstream, str, Path]
+) -> None:
+    proxy.partition_after_all([("GET", "/api/v1/pods"), ("POST", BIND)], hold=False)
+    async with _client(proxy) as client:
+        async with client.get(proxy.url + "/api/v1/pods") as response:
+            assert response.status == 200
+        assert not proxy.partitioned  # the binding is still awaited
+        async with client.post(proxy.url + BIND, json={}) as response:
+            assert response.status == 201
+        assert proxy.partitioned
+        with pytest.raises(aiohttp.ClientError):
+            async with client.get(proxy.url + "/api/v1/pods") as response:
+                await response.read()
+    proxy.heal()
+    assert upstream[0].bindings == 1
