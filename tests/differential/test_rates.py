@@ -3,18 +3,14 @@ usual outcome; the two sides played in turn."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-
 import pytest
 from differential.__main__ import main
 from differential.generator import generate
 from differential.normalise import Outcome
 from differential.rates import measure, play_alternately, render
-from differential.record import OURS, UPSTREAM, RunRecord
-from differential.scenario import Scenario
+from differential.record import OURS, UPSTREAM
 
-from tests.builders import make_pod
+from tests.differential.fakes import FakeLab
 
 FIRST = ["FailedScheduling: 0/3 nodes are available: 3 Insufficient cpu.", "Scheduled: to node-1"]
 RETRIED = [FIRST[0], f"{FIRST[0]} preemption: not eligible", FIRST[1]]
@@ -95,34 +91,8 @@ def test_the_report_says_when_every_run_agreed() -> None:
     assert "came out the same" in render("s", 2, [])
 
 
-class AlternatingLab:
-    """Binds p01 to a node named after the side and attempt; remembers the order of runs."""
-
-    def __init__(self) -> None:
-        self.runs: list[tuple[str, int]] = []
-        self.staged = 0
-
-    @contextlib.contextmanager
-    def stage(self, scenario: Scenario) -> Iterator[None]:
-        self.staged += 1
-        yield
-
-    def run(self, scenario: Scenario, side_name: str, attempt: int) -> RunRecord:
-        self.runs.append((side_name, attempt))
-        pod = make_pod("p01-web", "ns").node(f"{side_name}-{attempt}").obj()
-        return RunRecord(
-            scenario=scenario.name,
-            side=side_name,
-            scheduler_name="s",
-            namespace="ns",
-            settled=True,
-            seconds=1.0,
-            pods=[pod],
-        )
-
-
 def test_the_sides_are_played_in_turn_on_one_staging() -> None:
-    lab = AlternatingLab()
+    lab = FakeLab(["u1", "u2", "u3"], ["o1", "o2", "o3"])
     saved: list[tuple[str, int]] = []
 
     upstream, ours = play_alternately(
@@ -136,10 +106,8 @@ def test_the_sides_are_played_in_turn_on_one_staging() -> None:
     assert lab.runs == expected
     assert saved == expected
     assert lab.staged == 1
-    assert [run["placements"].get("p01-web") for run in upstream] == [
-        f"{UPSTREAM}-{n}" for n in (1, 2, 3)
-    ]
-    assert [run["placements"].get("p01-web") for run in ours] == [f"{OURS}-{n}" for n in (1, 2, 3)]
+    assert [run["placements"].get("p01-web") for run in upstream] == ["u1", "u2", "u3"]
+    assert [run["placements"].get("p01-web") for run in ours] == ["o1", "o2", "o3"]
 
 
 def test_fewer_than_two_runs_is_refused_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:

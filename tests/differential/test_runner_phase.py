@@ -22,6 +22,13 @@ def test_the_wait_reaches_the_phase_within_a_second(wall: float) -> None:
     assert (wall + wait) % 1.0 == pytest.approx(WAVE_PHASE, abs=1e-6)
 
 
+def _runner_time(monkeypatch: pytest.MonkeyPatch, start: float) -> FakeClock:
+    """The runner's ``time`` module replaced by a clock that starts at ``start``."""
+    clock = FakeClock(start)
+    monkeypatch.setattr(runner, "time", clock.as_time_module())
+    return clock
+
+
 class WaveRecorder:
     def __init__(self, clock: FakeClock) -> None:
         self.clock = clock
@@ -39,8 +46,7 @@ def _wave(name: str, after: float) -> Wave:
 def test_waves_keep_their_offsets_from_the_same_point_in_the_second(
     monkeypatch: pytest.MonkeyPatch, start: float
 ) -> None:
-    clock = FakeClock(start)
-    monkeypatch.setattr(runner, "time", clock.as_time_module())
+    clock = _runner_time(monkeypatch, start)
     lab: Any = WaveRecorder(clock)
     Lab._create_waves(lab, [_wave("first", 0.0), _wave("second", 1.5)])
     (first, first_at), (second, second_at) = lab.created
@@ -53,8 +59,7 @@ def test_waves_keep_their_offsets_from_the_same_point_in_the_second(
 def test_waves_after_a_backlog_wait_for_its_head_start(
     monkeypatch: pytest.MonkeyPatch, not_before: float
 ) -> None:
-    clock = FakeClock(700.0)
-    monkeypatch.setattr(runner, "time", clock.as_time_module())
+    clock = _runner_time(monkeypatch, 700.0)
     lab: Any = WaveRecorder(clock)
     Lab._create_waves(lab, [_wave("first", 0.0)], not_before=not_before)
     ((_, first_at),) = lab.created
@@ -97,8 +102,7 @@ UNSCHEDULABLE = {"type": "PodScheduled", "status": "False", "reason": "Unschedul
 def test_a_backlog_run_starts_its_scheduler_so_that_the_first_decision_meets_the_phase(
     monkeypatch: pytest.MonkeyPatch, latency: float
 ) -> None:
-    clock = FakeClock(700.63)
-    monkeypatch.setattr(runner, "time", clock.as_time_module())
+    clock = _runner_time(monkeypatch, 700.63)
     lab: Any = SimpleNamespace(_start_latency={})
     backlog = _wave("b01", 0.0)
 
@@ -117,8 +121,7 @@ def test_a_backlog_run_starts_its_scheduler_so_that_the_first_decision_meets_the
 def test_a_backlog_nothing_decides_on_leaves_the_waves_timed_from_the_start(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    clock = FakeClock(700.0)
-    monkeypatch.setattr(runner, "time", clock.as_time_module())
+    _runner_time(monkeypatch, 700.0)
     lab: Any = SimpleNamespace(_start_latency={})
     watch = BacklogWatch()
     gated = {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}
