@@ -43,7 +43,13 @@ bound pod's `nominatedNodeName` on purpose), and compares what `kubectl` shows a
 Every run starts its waves 0.2 s past a whole second of the wall clock: the API server keeps
 deletion and start times to the second and kwok removes a terminating pod on the second, so the
 point within a second where a run began would otherwise decide races that are not about
-scheduling (whether a victim is still there, which of two victims started first).
+scheduling (whether a victim is still there, which of two victims started first). A scenario
+whose first wave is a backlog (pods there before the scheduler starts) is decided as soon as the
+scheduler starts, so there each scheduler is started ahead of that point by its own start-up
+time (measured on its previous run: about 0.3 s for kube-scheduler, 1.5 to 2.5 s for ours) and
+the waves follow its first decision on the backlog. Timing the waves from each scheduler's
+readiness instead gave ours' backlog victims a second less before the next wave, since
+kube-scheduler reports ready a few hundred milliseconds after its first decisions.
 
 Names, UIDs, the namespace and the scheduler's name are normalised away. Where ours differs,
 both run the scenario again (upstream up to five times, ours twice), and each pod that differs
@@ -59,12 +65,38 @@ Races that have shown up as differences so far, each with both schedulers follow
 rules: when a preemptor's nomination changes, the update requeues the preemptor itself, and
 whether its retry takes its snapshot before or after the victim's deletion is visible decides
 between a second `Preempted` event for the same victim and a `FailedScheduling` "not eligible
-due to a terminating pod on the nominated node"; our scheduling cycles take tens of
-milliseconds where kube-scheduler's take a few, so ours lands on the later side more often.
-When two victims are removed in the same second, kube-scheduler runs its preemptor's cycle
-between the two removals (9 of 10 runs of the saved case
-`preemptor-tried-between-victims-removals`); our watch reader used to apply both before the
-next cycle, and now yields after each event so that the cycle the first one woke runs first.
+due to a terminating pod on the nominated node". When two victims are removed in the same
+second, whether a preemptor is tried between the two removals decides whether it records a "not
+eligible" attempt, and, when another pod is waiting for the same node, which of the two gets it
+(kube-scheduler runs its preemptor's cycle between the two removals in 9 of 10 runs of the saved
+case `preemptor-tried-between-victims-removals`; our watch reader applies one event, then lets
+the cycle it woke run).
+
+A campaign runs each scenario a few times, enough to name a race, not to say how often each
+side lands where. `python -m differential rates SCENARIO --runs 20` plays a scenario 20 times
+with each scheduler in turn and counts, per pod, how often each outcome came out. Measured on
+2026-11-29 on this 2-CPU machine (two other control planes sharing it), for the scenarios of the
+latest campaign that show these races, as the runs off kube-scheduler's usual outcome:
+
+| scenario | pods, aspect | the race | kube-scheduler | ours |
+|---|---|---|---|---|
+| preemption-55 | `p01-web`, events | "not eligible" between two removals | 8 of 20 | 8 of 20 |
+| preemption-55 | `p04-batch`, events | the same, for the other preemptor | 10 of 20 | 1 of 20 |
+| preemption-55 | the victims on node-3 | which pods there are the victims | 0 of 20 | 1 of 20 |
+| preemption-102 | `p03-web`, `p05-batch`, placements | who gets node-2 | 4 of 20 | 8 of 20 |
+| preemption-116 | `p02-web`, events | a second `Preempted` | 0 of 20 | 11 of 20 |
+
+Before the waves of a backlog scenario followed each scheduler's first decision, the first race
+was one-sided in preemption-55: kube-scheduler recorded the "not eligible" attempt for `p01-web`
+in 5 of 5 runs and ours in 0 of 2, which counted as a true divergence. The rows where ours is off
+more often than kube-scheduler is off its own usual outcome are all on the side a slower cycle
+lands on: in the campaign's first run of preemption-116 on each side, kube-scheduler tried
+`p05-db` again 13 ms after its first `Preempted` event, before the victim's deletion was
+visible, and ours 62 ms after, by which time the deletion had arrived. A cycle of ours, with the
+API writes and watch events that come with it on the same thread, takes tens of milliseconds on
+this machine where kube-scheduler's take a few; until it is as short, these races cannot be made
+as rare on our side, and the campaign's verdict on them depends on which way two runs of ours
+happened to go.
 
 Profiles: `mixed` (every filter and score, volumes included) and `preemption` (full nodes,
 bursts of high-priority pods, PDBs, ReadWriteOncePod claims).
@@ -86,6 +118,7 @@ make differential-ci                    # the saved cases and a few seeds, for C
 .venv/bin/python -m differential show preemption-7     # a scenario as YAML
 .venv/bin/python -m differential run preemption-7      # one scenario, the comparison printed
 .venv/bin/python -m differential reduce preemption-7 --aspect events --out differential/cases/x.yaml
+.venv/bin/python -m differential rates preemption-55 --runs 20   # how often each way a race goes
 .venv/bin/python -m differential chart                 # images/fidelity-aspects.svg again
 ```
 
