@@ -58,7 +58,7 @@ class KeyDifference:
     def verdict(self) -> Verdict:
         if len(self.upstream) > 1:
             return Verdict.UPSTREAM_NONDETERMINISTIC
-        if _canonical(self.upstream[0]) in {_canonical(value) for value in self.ours}:
+        if canonical(self.upstream[0]) in {canonical(value) for value in self.ours}:
             return Verdict.OURS_NONDETERMINISTIC
         return Verdict.DIVERGENCE
 
@@ -86,14 +86,15 @@ class Comparison:
         return [result for result in self.aspects.values() if result.verdict == verdict]
 
 
-def _canonical(value: Any) -> str:
+def canonical(value: Any) -> str:
+    """One text per value, whatever the order of its keys: how outcomes are told apart."""
     return json.dumps(value, sort_keys=True)
 
 
 def _distinct(values: Sequence[Any]) -> list[Any]:
     seen: dict[str, Any] = {}
     for value in values:
-        seen.setdefault(_canonical(value), value)
+        seen.setdefault(canonical(value), value)
     return list(seen.values())
 
 
@@ -104,7 +105,7 @@ def classify(upstream: Sequence[Outcome], ours: Sequence[Outcome], aspect: str) 
     first = upstream[0].get(aspect, {})
     mine = ours[0].get(aspect, {})
     counts = (len(upstream), len(ours))
-    if _canonical(first) == _canonical(mine):
+    if canonical(first) == canonical(mine):
         return AspectResult(aspect, Verdict.IDENTICAL, *counts)
     differences = [
         KeyDifference(
@@ -113,14 +114,14 @@ def classify(upstream: Sequence[Outcome], ours: Sequence[Outcome], aspect: str) 
             ours=_distinct([run.get(aspect, {}).get(key) for run in ours]),
         )
         for key in sorted(set(first) | set(mine))
-        if _canonical(first.get(key)) != _canonical(mine.get(key))
+        if canonical(first.get(key)) != canonical(mine.get(key))
     ]
-    seen = {_canonical(run.get(aspect, {})) for run in upstream}
+    seen = {canonical(run.get(aspect, {})) for run in upstream}
     return AspectResult(
         aspect,
         gravest([d.verdict for d in differences]),
         *counts,
-        ours_seen_upstream=any(_canonical(run.get(aspect, {})) in seen for run in ours),
+        ours_seen_upstream=any(canonical(run.get(aspect, {})) in seen for run in ours),
         differences=differences,
     )
 

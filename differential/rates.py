@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .compare import canonical
 from .normalise import ASPECTS, Outcome, normalise
 from .record import OURS, UPSTREAM, RunRecord
 from .scenario import Scenario
@@ -76,10 +77,6 @@ class KeyRates:
         return (runs - self.outcomes[0].ours) / runs if runs else 0.0
 
 
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True)
-
-
 def measure(
     upstream: Sequence[Outcome], ours: Sequence[Outcome], aspects: Iterable[str] = ASPECTS
 ) -> list[KeyRates]:
@@ -94,7 +91,7 @@ def measure(
             for side, runs in ((UPSTREAM, upstream), (OURS, ours)):
                 for run in runs:
                     value = run.get(aspect, {}).get(key)
-                    count = counts.setdefault(_canonical(value), OutcomeCount(value, 0, 0))
+                    count = counts.setdefault(canonical(value), OutcomeCount(value, 0, 0))
                     if side == UPSTREAM:
                         count.upstream += 1
                     else:
