@@ -7,6 +7,7 @@
     python -m bench memory S2        # what the scheduler's memory holds after S2 in process
     python -m bench revisions c6128a8,HEAD --inprocess S2 --e2e S1   # commits in turn
     python -m bench capacity         # `kopf-scheduler capacity` on 5000 nodes, 50,000 pods
+    python -m bench capacity --revisions 277bd04,HEAD   # the same, commits in turn
     python -m bench chart            # docs/images/bench-ratios.svg from bench/results/
 
 Each in-process scenario runs in its own subprocess, so its peak RSS is its own. The
@@ -376,6 +377,12 @@ def main(argv: list[str] | None = None) -> int:
     capacity_timing.add_argument("--nodes", type=int, default=5000, help="default 5000")
     capacity_timing.add_argument("--pods", type=int, default=50_000, help="default 50000")
     capacity_timing.add_argument("--rounds", type=int, default=3, help="runs (default 3)")
+    capacity_timing.add_argument(
+        "--revisions",
+        default="",
+        help="comma-separated commits to time in turn each round (as `bench revisions` exports "
+        "them), e.g. 277bd04,HEAD; default: this checkout",
+    )
     args = parser.parse_args(argv)
 
     if args.command == "chart":
@@ -389,8 +396,16 @@ def main(argv: list[str] | None = None) -> int:
 
         if min(args.nodes, args.pods + 1, args.rounds) < 1:
             parser.error("--nodes and --rounds must be at least 1, --pods at least 0")
+        sources: list[capacity.Source] = [capacity.THIS_CHECKOUT]
+        if args.revisions:
+            from bench.revisions import export
+
+            exported = [export(revision) for revision in args.revisions.split(",")]
+            if len({commit for commit, _ in exported}) != len(exported):
+                parser.error("--revisions: name each commit once")
+            sources = [(commit[:10], directory / "operator") for commit, directory in exported]
         try:
-            timings = capacity.run(args.nodes, args.pods, args.rounds)
+            timings = capacity.run(args.nodes, args.pods, args.rounds, sources)
         except (ValueError, RuntimeError) as error:
             print(f"error: {error}", file=sys.stderr)
             return 1

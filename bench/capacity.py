@@ -22,12 +22,14 @@ The snapshot is drawn from a seeded generator so that every run times the same q
 from __future__ import annotations
 
 import json
+import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -168,9 +170,15 @@ def template() -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Timing:
-    """One run of the command: its wall-clock seconds and the copies it counted."""
+    """One run of the command: its wall-clock and CPU seconds and the copies it counted.
+
+    The CPU time (user and system, the command's process only) is what a busy machine changes
+    least: on a shared machine the wall-clock time of one run can double while its CPU time moves
+    by a tenth.
+    """
 
     seconds: float
+    cpu_seconds: float
     copies: int
 
     @property
@@ -178,7 +186,13 @@ class Timing:
         return self.copies / self.seconds if self.seconds else 0.0
 
 
-def time_command(snapshot_path: Path, template_path: Path) -> Timing:
+Source = tuple[str, Path | None]
+"""A kopf-scheduler to time: its label and the ``operator/`` directory it is imported from
+(None: the one this checkout installs)."""
+THIS_CHECKOUT: Source = ("", None)
+
+
+def time_command(snapshot_path: Path, template_path: Path, operator: Path | None = None) -> Timing:
     """Run ``kopf-scheduler capacity`` once on the files and time it from start to exit."""
     command = [
         sys.executable,
@@ -191,14 +205,26 @@ def time_command(snapshot_path: Path, template_path: Path) -> Timing:
         "-o",
         "json",
     ]
+    environment = dict(os.environ)
+    if operator is not None:
+        environment["PYTHONPATH"] = os.pathsep.join(
+            part for part in (str(operator), environment.get("PYTHONPATH", "")) if part
+        )
+    cpu_before = _children_cpu_seconds()
     started = time.perf_counter()
-    finished = subprocess.run(command, capture_output=True, text=True, check=False)
+    finished = subprocess.run(command, capture_output=True, text=True, check=False, env=environment)
     seconds = time.perf_counter() - started
+    cpu_seconds = _children_cpu_seconds() - cpu_before
     if finished.returncode != 0:
         raise RuntimeError(
             f"capacity exited {finished.returncode}: {finished.stderr.strip()[-500:]}"
         )
-    return Timing(seconds, copies_counted(json.loads(finished.stdout)))
+    return Timing(seconds, cpu_seconds, copies_counted(json.loads(finished.stdout)))
+
+
+def _children_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def copies_counted(review: dict[str, Any]) -> int:
@@ -206,22 +232,35 @@ def copies_counted(review: dict[str, Any]) -> int:
     return int((review.get("status") or {}).get("replicas") or 0)
 
 
-def run(nodes: int, pods: int, rounds: int) -> list[Timing]:
-    """Write the snapshot and template, then time the command ``rounds`` times."""
+def run(
+    nodes: int, pods: int, rounds: int, sources: Sequence[Source] = (THIS_CHECKOUT,)
+) -> dict[str, list[Timing]]:
+    """Write the snapshot and template, then time the command ``rounds`` times for each source,
+    the sources in turn within each round (so that a busy spell of the machine falls on all)."""
+    timings: dict[str, list[Timing]] = {label: [] for label, _ in sources}
     with tempfile.TemporaryDirectory(prefix="bench-capacity-") as directory:
         snapshot_path = Path(directory) / "snapshot.json"
         template_path = Path(directory) / "web.json"
         snapshot_path.write_text(json.dumps(snapshot(nodes, pods)))
         template_path.write_text(json.dumps(template()))
-        return [time_command(snapshot_path, template_path) for _ in range(rounds)]
+        for _ in range(rounds):
+            for label, operator in sources:
+                timings[label].append(time_command(snapshot_path, template_path, operator))
+    return timings
 
 
-def render(nodes: int, pods: int, timings: Sequence[Timing]) -> str:
-    """The runs as lines for the terminal and docs/benchmarks.md."""
+def render(nodes: int, pods: int, timings: Mapping[str, Sequence[Timing]]) -> str:
+    """The runs as lines for the terminal and docs/benchmarks.md, round by round."""
     lines = [f"capacity on {nodes} nodes, {pods} pods, template {TEMPLATE_REQUESTS}:"]
-    for number, timing in enumerate(timings, 1):
-        lines.append(
-            f"  run {number}: {timing.seconds:.2f} s, {timing.copies} copies "
-            f"({timing.copies_per_second:.0f}/s)"
-        )
+    rounds = max((len(runs) for runs in timings.values()), default=0)
+    for number in range(rounds):
+        for label, runs in timings.items():
+            if number >= len(runs):
+                continue
+            timing = runs[number]
+            name = f"run {number + 1}, {label}" if label else f"run {number + 1}"
+            lines.append(
+                f"  {name}: {timing.seconds:.2f} s (CPU {timing.cpu_seconds:.2f} s), "
+                f"{timing.copies} copies ({timing.copies_per_second:.0f}/s)"
+            )
     return "\n".join(lines)

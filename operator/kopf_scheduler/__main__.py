@@ -1,7 +1,5 @@
 """``python -m kopf_scheduler`` is the ``kopf-scheduler`` command."""
 
-import sys
+from kopf_scheduler.cli import entry
 
-from kopf_scheduler.cli import main
-
-sys.exit(main())
+entry()

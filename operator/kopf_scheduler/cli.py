@@ -19,6 +19,7 @@ import sys
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
+from typing import NoReturn
 
 from kopf_scheduler import exit_codes
 from kopf_scheduler.completion import add_completion_command
@@ -359,5 +360,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     return exit_codes.run_command(lambda: int(args.handler(args)))
 
 
+def entry() -> NoReturn:
+    """The ``kopf-scheduler`` console command: :func:`main`, then :func:`exit_codes.leave`."""
+    exit_codes.leave(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
 from collections import Counter, defaultdict
 
 import pytest
@@ -54,8 +56,26 @@ def test_the_command_counts_the_copies_the_free_room_holds(
     assert main(["capacity", "--nodes", "12", "--pods", "90", "--rounds", "1"]) == 0
     out = capsys.readouterr().out
     assert f", {expected} copies (" in out
+    assert re.search(r"run 1: [0-9.]+ s \(CPU [0-9.]+ s\)", out), out
 
 
-def test_nonsense_sizes_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["capacity", "--nodes", "1", "--pods", "500", "--rounds", "1"]) == 1
-    assert capsys.readouterr().err == "error: 500 pods do not fit on 1 nodes\n"
+def _commit(revision: str) -> str:
+    return subprocess.run(
+        ["git", "rev-parse", revision], capture_output=True, text=True, check=True
+    ).stdout.strip()[:10]
+
+
+def test_revisions_are_timed_in_turn_each_round(capsys: pytest.CaptureFixture[str]) -> None:
+    before, after = _commit("HEAD~1"), _commit("HEAD")
+    arguments = ["capacity", "--nodes", "3", "--pods", "9", "--rounds", "2"]
+    assert main([*arguments, "--revisions", "HEAD~1,HEAD"]) == 0
+    runs = [line.split(":")[0].strip() for line in capsys.readouterr().out.splitlines()[1:]]
+    assert runs == [
+        f"run 1, {before}",
+        f"run 1, {after}",
+        f"run 2, {before}",
+        f"run 2, {after}",
+    ]
+    with pytest.raises(SystemExit):
+        main([*arguments, "--revisions", "HEAD,HEAD"])
+    assert "name each commit once" in capsys.readouterr().err

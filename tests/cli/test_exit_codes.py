@@ -7,6 +7,7 @@ traceback once the output was larger than the pipe's buffer.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -95,3 +96,34 @@ def test_a_closed_pipe_after_ten_bytes_of_a_large_report_is_141(tmp_path: Path) 
 def test_a_pipe_closed_before_a_small_report_is_141(tmp_path: Path, output: str) -> None:
     code, stderr = closing_reader(tmp_path, ["simulate", "-o", output], 0)
     assert (code, stderr) == (exit_codes.CLOSED_PIPE, "")
+
+
+@pytest.mark.parametrize(
+    ("entry", "arguments"),
+    [
+        ("kopf_scheduler.cli", ["simulate", "-o", "json"]),
+        ("kopf_scheduler.kubectl.plugin", ["version", "-o", "json"]),
+    ],
+)
+def test_the_console_commands_end_without_tearing_the_heap_down(
+    tmp_path: Path, entry: str, arguments: list[str]
+) -> None:
+    """Once the output is flushed the process ends: no exit handler runs (nor the interpreter's
+    freeing of every object it holds), the whole output arrives, and the code is the command's."""
+    program = (
+        "import atexit, sys\n"
+        "atexit.register(print, 'torn down', file=sys.stderr)\n"
+        f"sys.argv[1:] = {arguments!r}\n"
+        f"from {entry} import entry\n"
+        "entry()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        env=environment(tmp_path),
+        timeout=120,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (exit_codes.SUCCESS, "")
+    assert json.loads(done.stdout)

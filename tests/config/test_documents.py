@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from kopf_scheduler.config.documents import (
@@ -114,6 +116,30 @@ def test_every_document_of_a_stream() -> None:
     [
         pytest.param('{"a": 1, "a": 2}', 'duplicate key "a" in a JSON object', False, id="dup"),
         pytest.param(
+            '{"a": {"b": 1}, "c": [{"d": 1, "d": 1}]}',
+            'duplicate key "d" in a JSON object',
+            False,
+            id="dup-deep-in-a-list",
+        ),
+        pytest.param(
+            '{"a" : 1, "b": 2, "a": 3}',
+            'duplicate key "a" in a JSON object',
+            False,
+            id="dup-with-a-space-before-a-colon",
+        ),
+        pytest.param(
+            '{"a": "{\\"x\\": 1}", "a": 2}',
+            'duplicate key "a" in a JSON object',
+            False,
+            id="dup-beside-quoted-json",
+        ),
+        pytest.param(
+            '{"a\\\\": 1, "b": 2, "b": 3}',
+            'duplicate key "b" in a JSON object',
+            False,
+            id="dup-after-a-key-ending-in-a-backslash",
+        ),
+        pytest.param(
             '{"qps": NaN}',
             "NaN is not a finite number (Kubernetes numbers are finite)",
             False,
@@ -161,3 +187,17 @@ def test_bytes_that_are_not_utf8_name_their_offset() -> None:
         decode_utf8(b"kind: Node\n\xff\xfe")
     assert str(info.value) == "not UTF-8 text: byte 0xff at offset 11 (invalid start byte)"
     assert decode_utf8("naïve".encode()) == "naïve"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"kind": "Pod", "metadata": {"name": "web", "labels": {"app": "web"}}}',
+        '{"note": "{\\"kind\\":\\"Pod\\"}", "image": "registry:5000/app:1"}',
+        '{"a" : 1, "b"\n: {"c"\t: 2}}',
+        '{"path\\\\": "c:\\\\", "empty": {}, "list": [{}, []]}',
+    ],
+    ids=["plain", "quoted-json-and-colons-in-strings", "whitespace-before-colons", "backslashes"],
+)
+def test_json_with_unique_keys_reads_as_pythons_parser_reads_it(text: str) -> None:
+    assert load_json(text) == json.loads(text)

@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 import yaml
 
@@ -190,6 +191,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     return exit_codes.run_command(lambda: int(args.handler(args)))
+
+
+def entry() -> NoReturn:
+    """The ``kubectl-kopf_scheduler`` console command: :func:`main`, then
+    :func:`exit_codes.leave`."""
+    exit_codes.leave(main())
 
 
 def _files(prefix: str) -> list[str]:

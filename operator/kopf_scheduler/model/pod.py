@@ -167,8 +167,12 @@ class Pod:
         tolerations_raw = spec.get("tolerations") or []
         if not isinstance(tolerations_raw, list):
             raise InvalidObjectError("spec.tolerations", "must be a list")
-        self.tolerations = tuple(
-            Toleration.parse(t, f"spec.tolerations[{i}]") for i, t in enumerate(tolerations_raw)
+        self.tolerations = (
+            tuple(
+                Toleration.parse(t, f"spec.tolerations[{i}]") for i, t in enumerate(tolerations_raw)
+            )
+            if tolerations_raw
+            else ()
         )
 
         containers = spec.get("containers") or []
@@ -195,36 +199,49 @@ class Pod:
         spread_raw = spec.get("topologySpreadConstraints") or []
         if not isinstance(spread_raw, list):
             raise InvalidObjectError("spec.topologySpreadConstraints", "must be a list")
-        self.topology_spread_constraints = tuple(
-            TopologySpreadConstraint.parse(c, f"spec.topologySpreadConstraints[{i}]", self.labels)
-            for i, c in enumerate(spread_raw)
+        self.topology_spread_constraints = (
+            tuple(
+                TopologySpreadConstraint.parse(
+                    c, f"spec.topologySpreadConstraints[{i}]", self.labels
+                )
+                for i, c in enumerate(spread_raw)
+            )
+            if spread_raw
+            else ()
         )
         gates = spec.get("schedulingGates") or []
         if not isinstance(gates, list):
             raise InvalidObjectError("spec.schedulingGates", "must be a list")
-        self.scheduling_gates: tuple[str, ...] = tuple(
-            g.get("name", "") if isinstance(g, Mapping) else str(g) for g in gates
+        self.scheduling_gates: tuple[str, ...] = (
+            tuple(g.get("name", "") if isinstance(g, Mapping) else str(g) for g in gates)
+            if gates
+            else ()
         )
 
         self.volumes: tuple[PodVolume, ...] = parse_pod_volumes(spec.get("volumes"), name)
-        self.claim_keys: tuple[str, ...] = tuple(
-            f"{self.namespace}/{volume.claim_name}" for volume in self.volumes if volume.claim_name
-        )
+        self.claim_keys: tuple[str, ...] = ()
         """``namespace/name`` of every claim the pod uses (PVC and generic ephemeral volumes)."""
-        self.pvc_volume_keys: tuple[str, ...] = tuple(
-            f"{self.namespace}/{volume.claim_name}"
-            for volume in self.volumes
-            if volume.source_kind == PERSISTENT_VOLUME_CLAIM
-        )
+        self.pvc_volume_keys: tuple[str, ...] = ()
         """``namespace/name`` of the claims named by ``persistentVolumeClaim`` volumes only: the
         ones a node counts as in use (ReadWriteOncePod conflicts)."""
+        if self.volumes:
+            self.claim_keys = tuple(
+                f"{self.namespace}/{volume.claim_name}"
+                for volume in self.volumes
+                if volume.claim_name
+            )
+            self.pvc_volume_keys = tuple(
+                f"{self.namespace}/{volume.claim_name}"
+                for volume in self.volumes
+                if volume.source_kind == PERSISTENT_VOLUME_CLAIM
+            )
 
         self.nominated_node_name: str = status.get("nominatedNodeName") or ""
         self.start_time = parse_timestamp(status.get("startTime"), "status.startTime")
         self.phase: str = status.get("phase") or ""
-        conditions = status.get("conditions") or []
-        self.conditions: tuple[Mapping[str, Any], ...] = tuple(
-            c for c in conditions if isinstance(c, Mapping)
+        conditions = status.get("conditions")
+        self.conditions: tuple[Mapping[str, Any], ...] = (
+            tuple(c for c in conditions if isinstance(c, Mapping)) if conditions else ()
         )
 
     def follow(self, previous: Pod) -> None:

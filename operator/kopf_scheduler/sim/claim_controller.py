@@ -70,6 +70,12 @@ def generated_claim_base(pod_name: str, entry: str) -> str:
     )
 
 
+def _asks_for_claims(pod: Mapping[str, Any]) -> bool:
+    """Whether the pod names ResourceClaims (a field fixed at creation): the others, nearly every
+    pod of a large snapshot, have nothing for the controller to do."""
+    return bool((pod.get("spec") or {}).get("resourceClaims"))
+
+
 class ResourceClaimController:
     def __init__(self, api: ClusterObjects) -> None:
         self._api = api
@@ -83,15 +89,15 @@ class ResourceClaimController:
             key = f"{metadata.get('namespace') or 'default'}/{metadata.get('name', '')}"
             if event_type == DELETED:
                 self._queue[(_POD_GONE, str(metadata.get("uid", "")))] = copy.deepcopy(dict(raw))
-            elif event_type == ADDED:
+            elif event_type == ADDED and _asks_for_claims(raw):
                 self._queue[(_SYNC_POD, key)] = None
         elif kind == TEMPLATE and event_type == ADDED:
-            for key in self._api.pods:
-                self._queue[(_SYNC_POD, key)] = None
+            self.resync()
 
     def resync(self) -> None:
-        for key in self._api.pods:
-            self._queue[(_SYNC_POD, key)] = None
+        for key, pod in self._api.pods.items():
+            if _asks_for_claims(pod):
+                self._queue[(_SYNC_POD, key)] = None
 
     def run(self) -> None:
         if self._running:

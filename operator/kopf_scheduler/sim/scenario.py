@@ -17,7 +17,7 @@ A scenario may also hold one KubeSchedulerConfiguration: the profiles it is mean
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -223,14 +223,14 @@ def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
     return isinstance(value, dict | Mapping)  # dict first: the common case, and a quick check
 
 
-def _resource_lists(kind: str, obj: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    """``(field path, {resource: quantity})`` for every resource list of ``obj``."""
-    found: list[tuple[str, Any]] = []
+def _resource_lists(kind: str, obj: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+    """``(field path, {resource: quantity})`` for every resource list ``obj`` has."""
     for path in _RESOURCE_LISTS.get(kind, ()):
         value: Any = obj
         for key in path:
             value = value.get(key) if _is_mapping(value) else None
-        found.append((".".join(path), value))
+        if value:
+            yield ".".join(path), value
     if kind == "Pod":
         spec = obj.get("spec") if _is_mapping(obj.get("spec")) else {}
         assert isinstance(spec, Mapping)
@@ -243,8 +243,8 @@ def _resource_lists(kind: str, obj: Mapping[str, Any]) -> list[tuple[str, Any]]:
                 if not _is_mapping(resources):
                     continue
                 for part in ("requests", "limits"):
-                    found.append((f"spec.{group}[{index}].resources.{part}", resources.get(part)))
-    return found
+                    if resources.get(part):
+                        yield f"spec.{group}[{index}].resources.{part}", resources[part]
 
 
 def _check_non_negative(kind: str, obj: Mapping[str, Any]) -> None:
