@@ -19,9 +19,9 @@ from .cluster import (
     node_manifest,
     node_ready,
     running_cluster,
-    spawn_logged,
     unverified_tls,
 )
+from .processes import spawn_logged
 from .versions import ETCD_VERSION, KUBERNETES_VERSION, KWOK_VERSION
 
 __all__ = [

@@ -28,14 +28,14 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import build, procfs
+from . import build
 from . import versions as v
 from .kubeconfig import write_token_kubeconfig
 from .listen_ports import free_ports
+from .processes import Process, log_tail, proc_start_time, spawn_logged, terminate
 
 STATE_FILE = "state.json"
 STAGES_FILE = Path(__file__).with_name("stages.yaml")
@@ -111,91 +111,6 @@ def default_state_dir() -> Path:
     return v.cache_root() / "cluster"
 
 
-# -- processes ---------------------------------------------------------------------------
-
-
-def _proc_start_time(pid: int) -> int | None:
-    """Start time of a process in clock ticks since boot, or None if it is gone.
-
-    Stored next to the PID so that a recycled PID is never mistaken for ours.
-    """
-    fields = procfs.stat_fields(pid)
-    if fields is None or fields[procfs.STATE] == "Z":
-        return None
-    return int(fields[procfs.START_TIME])
-
-
-@dataclass
-class Process:
-    name: str
-    pid: int
-    start_time: int
-    log: str
-
-    def alive(self) -> bool:
-        return _proc_start_time(self.pid) == self.start_time
-
-    def to_json(self) -> dict[str, Any]:
-        return {"pid": self.pid, "start_time": self.start_time, "log": self.log}
-
-
-def spawn_logged(
-    args: Sequence[str],
-    log_path: Path,
-    *,
-    cwd: Path | None = None,
-    env: Mapping[str, str] | None = None,
-) -> subprocess.Popen[bytes]:
-    """Start ``args`` in a session of its own, appending its output to ``log_path``.
-
-    The command line is written first, so a log says what produced it; the process gets its own
-    process group, so stopping it (and its children) never signals ours.
-    """
-    with log_path.open("ab") as log:
-        log.write(f"\n$ {' '.join(args)}\n".encode())
-        log.flush()
-        return subprocess.Popen(
-            list(args),
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            close_fds=True,
-        )
-
-
-def _terminate(proc: Process, timeout: float, popen: subprocess.Popen[bytes] | None) -> None:
-    """SIGTERM the process group we created for ``proc``, then SIGKILL after ``timeout``."""
-
-    def gone(within: float) -> bool:
-        deadline = time.monotonic() + within
-        while True:
-            if popen is not None:
-                popen.poll()  # reap it if it is our own child
-            if not proc.alive():
-                return True
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.05)
-
-    if proc.alive():
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        if not gone(timeout):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            gone(5)
-    # A dead child of init stays a zombie until init reaps it; give that a moment so that
-    # `ps` right after `down` shows nothing.
-    deadline = time.monotonic() + 2
-    while Path(f"/proc/{proc.pid}").exists() and time.monotonic() < deadline:
-        if popen is not None:
-            popen.poll()
-        time.sleep(0.05)
-
-
 def _has_default_route() -> bool:
     try:
         lines = Path("/proc/net/route").read_text().splitlines()[1:]
@@ -221,6 +136,25 @@ def _advertise_address() -> str | None:
 
 
 # -- the cluster -------------------------------------------------------------------------
+
+
+ATTACHMENTS = "attachments"
+"""Where the state file keeps what other modules attach to the cluster (a real node), by key."""
+
+Teardown = Callable[["LocalCluster", float, bool], None]
+"""Stops and removes one kind of attachment: ``(cluster, timeout, keep_logs)``."""
+
+_TEARDOWNS: dict[str, Teardown] = {}
+
+
+def register_teardown(key: str, teardown: Teardown) -> None:
+    """Have :meth:`LocalCluster.down` call ``teardown`` first whenever something is attached
+    under ``key``.
+
+    A module that attaches something to a cluster builds on this one, so this one cannot import
+    it: the module registers when it is imported (the command line imports every such module).
+    """
+    _TEARDOWNS[key] = teardown
 
 
 class LocalCluster:
@@ -280,26 +214,50 @@ class LocalCluster:
             for name, info in self._state.get("processes", {}).items()
         }
 
+    # -- what other modules attach -------------------------------------------------------
+
+    def attachment(self, key: str) -> dict[str, Any]:
+        """The state recorded for the thing attached under ``key`` (empty when none is), which
+        the caller may change and then keep with :meth:`save_state`."""
+        attached: dict[str, Any] = self._state.setdefault(ATTACHMENTS, {}).setdefault(key, {})
+        return attached
+
+    def is_attached(self, key: str) -> bool:
+        return bool(self._state.get(ATTACHMENTS, {}).get(key))
+
+    def detach(self, key: str) -> None:
+        """Forget the state of ``key`` (once what it recorded is stopped and removed)."""
+        self._state.get(ATTACHMENTS, {}).pop(key, None)
+        if self._state:
+            self.save_state()
+
+    def adopt(self, name: str, popen: subprocess.Popen[bytes]) -> None:
+        """Keep ``popen``, a process started for an attachment, so that stopping it reaps it."""
+        self._popens[name] = popen
+
+    def release(self, name: str) -> subprocess.Popen[bytes] | None:
+        return self._popens.pop(name, None)
+
     # -- state file ----------------------------------------------------------------------
 
     def _load_state(self) -> None:
         path = self.state_dir / STATE_FILE
         self._state = json.loads(path.read_text()) if path.exists() else {}
 
-    def _save_state(self) -> None:
+    def save_state(self) -> None:
         path = self.state_dir / STATE_FILE
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self._state, indent=2, sort_keys=True))
         tmp.replace(path)
 
     def _record(self, name: str, popen: subprocess.Popen[bytes]) -> None:
-        start_time = _proc_start_time(popen.pid)
+        start_time = proc_start_time(popen.pid)
         if start_time is None:
             raise ClusterError(f"{name} exited at once; see {self.log_dir / (name + '.log')}")
         self._popens[name] = popen
         proc = Process(name, popen.pid, start_time, str(self.log_dir / f"{name}.log"))
         self._state.setdefault("processes", {})[name] = proc.to_json()
-        self._save_state()
+        self.save_state()
 
     def say(self, message: str) -> None:
         print(f"localcluster: {message}", file=self.log, flush=True)
@@ -354,7 +312,7 @@ class LocalCluster:
             self.down(keep_logs=True)
             raise
         self._state["started_seconds"] = round(time.monotonic() - started, 2)
-        self._save_state()
+        self.save_state()
         self.say(f"control plane ready in {time.monotonic() - started:.1f}s")
 
     def _prepare(self, apiserver_args: Sequence[str]) -> None:
@@ -374,7 +332,7 @@ class LocalCluster:
             "processes": {},
             "apiserver_args": list(apiserver_args),
         }
-        self._save_state()
+        self.save_state()
         (self.state_dir / "sa.key").unlink(missing_ok=True)
         subprocess.run(
             ["openssl", "genrsa", "-out", str(self.state_dir / "sa.key"), "2048"],
@@ -454,12 +412,12 @@ class LocalCluster:
             args.append(f"--advertise-address={address}")
         self._launch("kube-apiserver", args)
         self._wait(
-            "kube-apiserver /readyz", self._apiserver_ready, timeout=120, process="kube-apiserver"
+            "kube-apiserver /readyz", self.apiserver_ready, timeout=120, process="kube-apiserver"
         )
         self._wait(
             "namespaces default and kube-system",
             lambda: all(
-                self._api_ok(f"/api/v1/namespaces/{ns}") for ns in ("default", "kube-system")
+                self.api_ok(f"/api/v1/namespaces/{ns}") for ns in ("default", "kube-system")
             ),
             timeout=60,
             process="kube-apiserver",
@@ -503,7 +461,7 @@ class LocalCluster:
         )
         self._wait(
             "serviceaccount default/default (KCM is reconciling)",
-            lambda: self._api_ok("/api/v1/namespaces/default/serviceaccounts/default"),
+            lambda: self.api_ok("/api/v1/namespaces/default/serviceaccounts/default"),
             timeout=60,
             process="kube-controller-manager",
         )
@@ -590,18 +548,25 @@ class LocalCluster:
         proc = self.processes().get(name)
         if proc is None:
             return
-        _terminate(proc, timeout, self._popens.pop(name, None))
+        terminate(proc, timeout, self._popens.pop(name, None))
         if proc.alive():
             raise ClusterError(f"{name} (pid {proc.pid}) survived SIGKILL")
         self._state["processes"].pop(name, None)
-        self._save_state()
+        self.save_state()
 
     def down(self, timeout: float = 10, keep_logs: bool = False) -> None:
-        """Stop every recorded process (SIGTERM, then SIGKILL) and remove the state."""
-        if self._state.get("real_node"):
-            from .realnode import RealNode  # realnode builds on this module
-
-            RealNode(self).down(timeout=timeout, keep_logs=keep_logs)
+        """Stop what is attached (see :func:`register_teardown`), then every recorded process
+        (SIGTERM, then SIGKILL), and remove the state."""
+        for key, attached in list(self._state.get(ATTACHMENTS, {}).items()):
+            if not attached:
+                continue
+            teardown = _TEARDOWNS.get(key)
+            if teardown is None:
+                raise ClusterError(
+                    f"a {key} is attached to the cluster in {self.state_dir} and this program "
+                    "cannot stop it: run `python -m e2e.localcluster down`"
+                )
+            teardown(self, timeout, keep_logs)
         rank = {name: index for index, name in enumerate(COMPONENTS)}
         for name in sorted(self.processes(), key=lambda n: rank.get(n, len(rank)), reverse=True):
             self._stop(name, timeout)
@@ -633,7 +598,7 @@ class LocalCluster:
         return bool(procs) and all(proc.alive() for proc in procs.values())
 
     def is_healthy(self) -> bool:
-        return self.is_running() and self._etcd_healthy() and self._apiserver_ready()
+        return self.is_running() and self._etcd_healthy() and self.apiserver_ready()
 
     def status(self) -> dict[str, Any]:
         procs = self.processes()
@@ -647,7 +612,7 @@ class LocalCluster:
                 name: {"pid": proc.pid, "alive": proc.alive(), "log": proc.log}
                 for name, proc in procs.items()
             },
-            "apiserver_ready": bool(procs) and self._apiserver_ready(),
+            "apiserver_ready": bool(procs) and self.apiserver_ready(),
             "real_node": self._state.get("real_node"),
         }
 
@@ -741,10 +706,10 @@ class LocalCluster:
         except (OSError, ValueError):
             return False
 
-    def _apiserver_ready(self) -> bool:
-        return self._api_ok("/readyz")
+    def apiserver_ready(self) -> bool:
+        return self.api_ok("/readyz")
 
-    def _api_ok(self, path: str) -> bool:
+    def api_ok(self, path: str) -> bool:
         try:
             self.request("GET", path)
         except (OSError, KeyError):
@@ -780,11 +745,11 @@ class LocalCluster:
                 code = popen.poll() if popen else None
                 raise ClusterError(
                     f"{process} exited (code {code}) while waiting for {what}:\n"
-                    + _tail(Path(proc.log))
+                    + log_tail(Path(proc.log))
                 )
             time.sleep(0.2)
         log = self.log_dir / f"{process}.log"
-        raise ClusterError(f"timed out after {timeout:.0f}s waiting for {what}:\n" + _tail(log))
+        raise ClusterError(f"timed out after {timeout:.0f}s waiting for {what}:\n" + log_tail(log))
 
 
 # -- helpers ----------------------------------------------------------------------------
@@ -847,13 +812,6 @@ def unverified_tls() -> ssl.SSLContext:
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
     return context
-
-
-def _tail(path: Path, lines: int = 30) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return f"(no log at {path})"
 
 
 @contextlib.contextmanager

@@ -50,18 +50,9 @@ from typing import Any
 import yaml
 
 from . import build, procfs
-from .cluster import (
-    SERVICE_CIDR,
-    ClusterError,
-    LocalCluster,
-    Process,
-    _proc_start_time,
-    _tail,
-    _terminate,
-    node_ready,
-    spawn_logged,
-)
+from .cluster import SERVICE_CIDR, ClusterError, LocalCluster, node_ready, register_teardown
 from .listen_ports import free_port
+from .processes import Process, log_tail, proc_start_time, spawn_logged, terminate
 
 NODE_NAME = "real-node"
 NODE_LABELS = {"type": "real"}
@@ -250,11 +241,10 @@ class RealNode:
 
     @property
     def _state(self) -> dict[str, Any]:
-        state: dict[str, Any] = self.cluster._state.setdefault(STATE_KEY, {})
-        return state
+        return self.cluster.attachment(STATE_KEY)
 
     def _save(self) -> None:
-        self.cluster._save_state()
+        self.cluster.save_state()
 
     def processes(self) -> dict[str, Process]:
         return {
@@ -263,7 +253,7 @@ class RealNode:
         }
 
     def recorded(self) -> bool:
-        return bool(self.cluster._state.get(STATE_KEY))
+        return self.cluster.is_attached(STATE_KEY)
 
     def is_running(self) -> bool:
         procs = self.processes()
@@ -315,7 +305,7 @@ class RealNode:
         kubelet = build.ensure_kubelet(self.cluster.log)
         self._check_control_plane()
         self.say(f"starting in {self.dir}")
-        self.cluster._state[STATE_KEY] = {"processes": {}, "iptables": [], "bridge": None}
+        self._state.update({"processes": {}, "iptables": [], "bridge": None})
         self._save()
         try:
             for sub in ("containerd", "kubelet", "cni/net.d", "cni/ipam", "pods", "pause"):
@@ -339,7 +329,7 @@ class RealNode:
             raise ClusterError(f"no healthy cluster in {self.cluster.state_dir}: run `up` first")
 
         def published() -> bool:
-            return self.cluster._api_ok("/api/v1/namespaces/default/configmaps/kube-root-ca.crt")
+            return self.cluster.api_ok("/api/v1/namespaces/default/configmaps/kube-root-ca.crt")
 
         deadline = time.monotonic() + 30
         while not published():
@@ -606,10 +596,10 @@ disabled_plugins = ["io.containerd.internal.v1.opt"]
     def _launch(self, name: str, args: Sequence[str]) -> None:
         log = self.cluster.log_dir / f"{name}.log"
         popen = spawn_logged(args, log, cwd=self.dir)
-        start_time = _proc_start_time(popen.pid)
+        start_time = proc_start_time(popen.pid)
         if start_time is None:
             raise ClusterError(f"{name} exited at once; see {log}")
-        self.cluster._popens[name] = popen
+        self.cluster.adopt(name, popen)
         proc = Process(name, popen.pid, start_time, str(log))
         self._state.setdefault("processes", {})[name] = proc.to_json()
         self._save()
@@ -623,11 +613,11 @@ disabled_plugins = ["io.containerd.internal.v1.opt"]
             proc = self.processes().get(process)
             if proc is not None and not proc.alive():
                 raise ClusterError(
-                    f"{process} exited while waiting for {what}:\n" + _tail(Path(proc.log))
+                    f"{process} exited while waiting for {what}:\n" + log_tail(Path(proc.log))
                 )
             time.sleep(0.5)
         log = self.cluster.log_dir / f"{process}.log"
-        raise ClusterError(f"timed out after {timeout:.0f}s waiting for {what}:\n" + _tail(log))
+        raise ClusterError(f"timed out after {timeout:.0f}s waiting for {what}:\n" + log_tail(log))
 
     def _shims(self) -> list[int]:
         """PIDs of the runc shims that our containerd started (they outlive it)."""
@@ -669,9 +659,7 @@ disabled_plugins = ["io.containerd.internal.v1.opt"]
         if not keep_logs:
             for name in PROCESSES:
                 (self.cluster.log_dir / f"{name}.log").unlink(missing_ok=True)
-        self.cluster._state.pop(STATE_KEY, None)
-        if self.cluster._state:
-            self.cluster._save_state()
+        self.cluster.detach(STATE_KEY)
 
     def _sandboxes(self) -> set[str]:
         """IDs of the pod sandboxes our containerd has made (from its own directories)."""
@@ -683,7 +671,7 @@ disabled_plugins = ["io.containerd.internal.v1.opt"]
         return found
 
     def _stop(self, proc: Process, timeout: float) -> None:
-        _terminate(proc, timeout, self.cluster._popens.pop(proc.name, None))
+        terminate(proc, timeout, self.cluster.release(proc.name))
         if proc.alive():
             raise ClusterError(f"{proc.name} (pid {proc.pid}) survived SIGKILL")
 
@@ -706,7 +694,7 @@ disabled_plugins = ["io.containerd.internal.v1.opt"]
 
     def _forget_node(self) -> None:
         """Delete the Node object and the pods bound to it, when the API server still runs."""
-        if not self.cluster._state or not self.cluster._apiserver_ready():
+        if not self.cluster.is_running() or not self.cluster.apiserver_ready():
             return
         self.cluster.kubectl(
             "delete",
@@ -810,3 +798,10 @@ __all__ = [
     "project_image",
     "running_real_node",
 ]
+
+
+def _tear_down(cluster: LocalCluster, timeout: float, keep_logs: bool) -> None:
+    RealNode(cluster).down(timeout=timeout, keep_logs=keep_logs)
+
+
+register_teardown(STATE_KEY, _tear_down)

@@ -13,10 +13,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from kopf_scheduler.cli import EXIT_USAGE
 from kopf_scheduler.config.errors import ConfigError
 from kopf_scheduler.config.loader import check_config_file, default_config
 from kopf_scheduler.config.types import SchedulerConfig
+from kopf_scheduler.exit_codes import USAGE as EXIT_USAGE
 from kopf_scheduler.gc_tuning import tune_for_large_heap
 from kopf_scheduler.live_cluster import read_live_cluster
 from kopf_scheduler.logs import configure_logging

@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Sequence
-from importlib import resources
 from pathlib import Path
 from typing import NoReturn
 
@@ -29,6 +28,7 @@ from kopf_scheduler.config.writer import config_yaml
 from kopf_scheduler.live_cluster import read_live_cluster
 from kopf_scheduler.logs import configure_logging
 from kopf_scheduler.sim import loop as sim_loop
+from kopf_scheduler.sim.examples import BUNDLED_EXAMPLES, bundled_example
 from kopf_scheduler.sim.report import build_report, render_json, render_table, render_yaml
 from kopf_scheduler.sim.runner import Simulation
 from kopf_scheduler.sim.scenario import ScenarioError, load_scenario
@@ -37,20 +37,6 @@ from kopf_scheduler.version import VERSION
 
 EXIT_RUNTIME = exit_codes.RUNTIME
 EXIT_USAGE = exit_codes.USAGE
-
-
-BUNDLED_EXAMPLES = ("preemption-demo", "gangs", "volumes", "workloads")
-"""The scenarios shipped in the package (``examples/<name>.yaml``), for ``simulate --example``."""
-
-
-def bundled_example(name: str) -> Path:
-    """The path of a bundled example scenario."""
-    return Path(str(resources.files("kopf_scheduler") / "examples" / f"{name}.yaml"))
-
-
-def bundled_demo() -> Path:
-    """The path of the bundled preemption demo scenario."""
-    return bundled_example("preemption-demo")
 
 
 def _load_config(path: Path | None) -> LoadedConfig:

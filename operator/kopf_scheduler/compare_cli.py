@@ -12,10 +12,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from kopf_scheduler.cli import EXIT_USAGE, bundled_demo
 from kopf_scheduler.config.errors import ConfigError
 from kopf_scheduler.config.loader import check_config_file
 from kopf_scheduler.config.types import SchedulerConfig
+from kopf_scheduler.exit_codes import USAGE as EXIT_USAGE
 from kopf_scheduler.live_cluster import read_live_cluster
 from kopf_scheduler.logs import configure_logging
 from kopf_scheduler.sim import loop as sim_loop
@@ -26,6 +26,7 @@ from kopf_scheduler.sim.compare import (
     run_both,
 )
 from kopf_scheduler.sim.compare_html import render_comparison_html
+from kopf_scheduler.sim.examples import bundled_demo
 from kopf_scheduler.sim.scenario import ScenarioError, load_scenario
 
 EXIT_CHANGED = 3
