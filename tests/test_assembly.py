@@ -12,6 +12,7 @@ from kopf_scheduler.assembly import ClusterView, Ports, build_scheduler
 from kopf_scheduler.config.loader import default_config
 from kopf_scheduler.framework.handle import Handle
 from kopf_scheduler.informer.store import Store
+from kopf_scheduler.scheduler.tasks import BackgroundTasks
 from kopf_scheduler.sim.clock import VirtualClock
 from kopf_scheduler.sim.cluster import InMemoryCluster
 from tests.builders import make_pod
@@ -62,3 +63,31 @@ async def test_the_scheduler_the_queue_and_the_handles_are_wired_at_construction
     handle.spawn(background())
     await scheduler.drain()
     assert ran == ["done"]
+
+
+async def test_a_caller_may_share_the_task_runner_and_start_a_follower() -> None:
+    clock = VirtualClock()
+    cluster = InMemoryCluster(clock)
+    store = Store()
+    tasks = BackgroundTasks()
+    ports = Ports(clock, cluster, cluster, cluster, cluster, storage_writer=cluster)
+
+    scheduler = build_scheduler(
+        default_config(),
+        ports,
+        ClusterView(store.get_pod, store.list_pdbs, store.storage),
+        tasks=tasks,
+        active=False,
+    )
+
+    assert not scheduler.active  # a follower pops nothing until it leads
+    handle = scheduler.profiles["kopf-scheduler"].handle
+    assert getattr(handle.spawn, "__self__", None) is tasks
+    ran: list[str] = []
+
+    async def explanation_write() -> None:
+        ran.append("written")
+
+    tasks.spawn(explanation_write())
+    await scheduler.drain()  # waits for what the caller started on the shared runner
+    assert ran == ["written"]

@@ -77,6 +77,8 @@ def build_scheduler(
     assumed_pod_ttl: float = DEFAULT_ASSUMED_POD_TTL,
     workload_selectors: Any = None,
     max_binding_cycles: int = DEFAULT_MAX_BINDING_CYCLES,
+    tasks: BackgroundTasks | None = None,
+    active: bool = True,
 ) -> Scheduler:
     """Wire a scheduler; must be called from within the running event loop.
 
@@ -84,13 +86,17 @@ def build_scheduler(
     that name an object built a few lines further down: the plugins reach the queue (activating
     pods, the nominator's view of queued pods) while the queue runs the plugins (PreEnqueue,
     QueueSort, queueing hints). Neither callable runs before the queue exists.
+
+    ``tasks`` runs the background work, for a caller whose own writes (explanations) should be
+    waited for with the scheduler's; ``active`` False builds a follower that pops nothing until
+    made the leader.
     """
     rng = random.Random(seed)
     metrics = ports.metrics if ports.metrics is not None else NullMetrics()
     clock = ports.clock
     snapshot = Snapshot()
     cache = Cache(clock.now, assumed_pod_ttl)
-    tasks = BackgroundTasks()
+    tasks = tasks if tasks is not None else BackgroundTasks()
     wakeup = asyncio.Event()
     algorithm = Algorithm(
         rng, config.percentage_of_nodes_to_score, fast_path=config.extensions.fast_path
@@ -163,4 +169,5 @@ def build_scheduler(
         wakeup=wakeup,
         nomination_hygiene=config.extensions.nomination_hygiene,
         max_binding_cycles=max_binding_cycles,
+        active=active,
     )

@@ -29,7 +29,7 @@ async def test_the_wait_from_the_scheduling_cycle_to_the_binding_request_is_obse
     view = ClusterView(store.get_pod, store.list_pdbs, store.storage)
     scheduler = build_scheduler(default_config(), ports, view)
     handlers = EventHandlers(scheduler, store)
-    routes = {"Node": handlers.on_node, "Pod": handlers.on_pod}
+    routes = {"Node": handlers.route("Node"), "Pod": handlers.route("Pod")}
 
     def route(kind: str, event_type: str, raw: Any) -> None:
         if kind in routes:

@@ -68,7 +68,7 @@ async def test_failed_attempts_report_the_pod_version_before_our_explanation(
         raw["metadata"]["resourceVersion"] = "100000"
         sim.cluster.pods["default/big"] = raw
         assert sim.handlers is not None
-        sim.handlers.on_pod(MODIFIED, raw)
+        sim.handlers.route("Pod")(MODIFIED, raw)
     # A new node requeues the pod; it fails again (with another message, which is no matter).
     count = len(recorded)
     sim.apply(make_node("n2").capacity(cpu="1", memory="1Gi", pods=10).obj())

@@ -179,7 +179,7 @@ async def test_nomination_cleared_when_nominated_node_is_deleted() -> None:
         pass
     await scheduler.drain()
     assert sim.cluster.pods["default/vip"]["status"].get("nominatedNodeName") == "n1"
-    sim.handlers.on_node("DELETED", sim.cluster.nodes.pop("n1"))  # type: ignore[union-attr]
+    sim.handlers.route("Node")("DELETED", sim.cluster.nodes.pop("n1"))  # type: ignore[union-attr]
     await scheduler.drain()
     assert "nominatedNodeName" not in sim.cluster.pods["default/vip"]["status"]
     assert (
@@ -205,7 +205,7 @@ async def test_hygiene_can_be_switched_off() -> None:
     while scheduler.schedule_one():
         pass
     await scheduler.drain()
-    sim.handlers.on_node("DELETED", sim.cluster.nodes.pop("n1"))  # type: ignore[union-attr]
+    sim.handlers.route("Node")("DELETED", sim.cluster.nodes.pop("n1"))  # type: ignore[union-attr]
     await scheduler.drain()
     assert sim.cluster.pods["default/vip"]["status"].get("nominatedNodeName") == "n1"
 

@@ -22,7 +22,8 @@ from kopf_scheduler.config.loader import default_config
 from kopf_scheduler.k8s.client import Api
 from kopf_scheduler.kopf_watches.session import session_for
 from kopf_scheduler.kopf_watches.watching import apply_settings
-from kopf_scheduler.service.runner import Operator, RunOptions
+from kopf_scheduler.service.operator_assembly import build_operator
+from kopf_scheduler.service.run_options import RunOptions
 from tests.k8s.cutting_server import CUT, WATCH, CuttingServer, serving
 
 CORE_RESOURCES = {
@@ -124,7 +125,7 @@ async def test_a_reply_that_breaks_off_is_a_dropped_connection_and_a_watch_is_le
 async def test_the_operator_logs_kopf_in_with_that_session() -> None:
     api = Api(ApiClient(Configuration(host="http://127.0.0.1:9")))
     try:
-        operator = Operator(default_config(), RunOptions(), api)
+        operator = build_operator(default_config(), RunOptions(), api)
         registry = operator._kopf_registry()
         (login,) = [h for h in registry._activities.get_all_handlers() if h.id == "credentials"]
         credentials = await login.fn(logger=logging.getLogger("test"))

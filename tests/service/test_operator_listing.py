@@ -9,7 +9,8 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 
 from kopf_scheduler.config.loader import default_config
 from kopf_scheduler.k8s.client import Api, ListResult
-from kopf_scheduler.service.runner import Operator, RunOptions
+from kopf_scheduler.service.operator_assembly import build_operator
+from kopf_scheduler.service.run_options import RunOptions
 
 
 async def test_nodes_and_pods_are_fetched_beside_the_other_kinds_and_delivered_after_them(
@@ -17,7 +18,7 @@ async def test_nodes_and_pods_are_fetched_beside_the_other_kinds_and_delivered_a
 ) -> None:
     api = Api(ApiClient(Configuration(host="http://127.0.0.1:9")))
     try:
-        operator = Operator(default_config(), RunOptions(), api)
+        operator = build_operator(default_config(), RunOptions(), api)
         steps: list[str] = []
         fetches_started = asyncio.Event()
 

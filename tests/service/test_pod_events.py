@@ -46,7 +46,7 @@ def _bound(raw: dict[str, Any], node: str) -> dict[str, Any]:
 
 def _waiting_for_room(scheduler: Scheduler, handlers: EventHandlers) -> Any:
     """A pending pod that NodeResourcesFit rejected, parked in unschedulablePods."""
-    handlers.on_pod(ADDED, _pending("waiting", WAITING_PRIORITY, None))
+    handlers.route("Pod")(ADDED, _pending("waiting", WAITING_PRIORITY, None))
     queue = scheduler.queue
     info = queue.pop()
     assert info is not None and info.pod.name == "waiting"
@@ -73,15 +73,15 @@ async def test_a_nominated_pod_leaving_requeues_pods_of_equal_or_lower_priority(
 ) -> None:
     scheduler = Simulation(default_config()).start()
     handlers = EventHandlers(scheduler, Store())
-    handlers.on_node(ADDED, make_node("n1").capacity(cpu="1").obj())
+    handlers.route("Node")(ADDED, make_node("n1").capacity(cpu="1").obj())
     waiting = _waiting_for_room(scheduler, handlers)
     raw = _pending("nominated", priority, nominated)
-    handlers.on_pod(ADDED, raw)
+    handlers.route("Pod")(ADDED, raw)
 
     if leaves == "bound":
-        handlers.on_pod(MODIFIED, _bound(raw, "n1"))
+        handlers.route("Pod")(MODIFIED, _bound(raw, "n1"))
     else:
-        handlers.on_pod(DELETED, raw)
+        handlers.route("Pod")(DELETED, raw)
 
     assert scheduler.queue.location(waiting) == waiting_ends_in
     assert [p.name for p in scheduler.queue.pending_pods()] == ["waiting"]
@@ -111,10 +111,10 @@ async def test_an_assumed_pod_deleted(
 ) -> None:
     scheduler = Simulation(default_config()).start()
     handlers = EventHandlers(scheduler, Store())
-    handlers.on_node(ADDED, make_node("n1").capacity(cpu="1").obj())
+    handlers.route("Node")(ADDED, make_node("n1").capacity(cpu="1").obj())
     waiting = _waiting_for_room(scheduler, handlers)
     raw = _pending("assumed", priority, nominated)
-    handlers.on_pod(ADDED, raw)
+    handlers.route("Pod")(ADDED, raw)
     assumed = Pod(_bound(raw, "n1"))
     scheduler.cache.assume_pod(assumed)
     framework = scheduler.profiles[SCHEDULER]
@@ -122,7 +122,7 @@ async def test_an_assumed_pod_deleted(
         framework.plugins.permit.append(WaitAtPermit())
         assert framework.run_permit(CycleState(), assumed, "n1").is_wait()
 
-    handlers.on_pod(DELETED, raw)
+    handlers.route("Pod")(DELETED, raw)
 
     assert scheduler.queue.location(waiting) == waiting_ends_in
     # The binding cycle forgets the assumption when it fails, not the watch.

@@ -16,7 +16,8 @@ from kopf_scheduler.informer.watched_kinds import Watcher, watched_by
 from kopf_scheduler.k8s.client import Api
 from kopf_scheduler.kopf_watches.watching import register
 from kopf_scheduler.ports import ApiError, NotFoundError
-from kopf_scheduler.service.runner import Operator, RunOptions
+from kopf_scheduler.service.operator_assembly import build_operator
+from kopf_scheduler.service.run_options import RunOptions
 from kopf_scheduler.service.sync import Synchronizer
 from kopf_scheduler.sim.runner import Simulation
 from tests.builders import make_node, make_pod
@@ -39,8 +40,8 @@ def test_pod_groups_are_watched_only_with_coscheduling() -> None:
 async def test_the_operator_lists_pod_groups_for_a_coscheduling_profile_only() -> None:
     api = Api(ApiClient(Configuration(host="http://127.0.0.1:9")))
     try:
-        with_plugin = Operator(coscheduling_config(SCHED), RunOptions(), api)
-        without = Operator(default_config(), RunOptions(), api)
+        with_plugin = build_operator(coscheduling_config(SCHED), RunOptions(), api)
+        without = build_operator(default_config(), RunOptions(), api)
         assert PODGROUPS in {kind.path for kind in with_plugin.sync._kinds}
         assert PODGROUPS not in {kind.path for kind in without.sync._kinds}
         assert with_plugin.kopf_kinds == with_plugin.sync._kinds

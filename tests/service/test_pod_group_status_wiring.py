@@ -12,8 +12,11 @@ import pytest
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from kopf_scheduler.config.loader import default_config
+from kopf_scheduler.framework.handle import Handle, PodGroupLister
 from kopf_scheduler.k8s.client import Api
-from kopf_scheduler.service.runner import Operator, RunOptions
+from kopf_scheduler.service.operator_assembly import build_operator
+from kopf_scheduler.service.process import Operator
+from kopf_scheduler.service.run_options import RunOptions
 from tests.builders import make_pod
 from tests.gangs.support import raw_pod_group
 from tests.plugins.coscheduling.support import coscheduling_config
@@ -33,9 +36,21 @@ def _member(name: str, node: str = "") -> dict[str, Any]:
 async def gang_operator() -> AsyncIterator[Operator]:
     api = Api(ApiClient(Configuration(host="http://127.0.0.1:9")))
     try:
-        yield Operator(coscheduling_config(), RunOptions(), api)
+        yield build_operator(coscheduling_config(), RunOptions(), api)
     finally:
         await api.close()
+
+
+def _handle(operator: Operator) -> Handle:
+    """What the scheduler's plugins read: the store the watches fill."""
+    (framework,) = operator.scheduler.profiles.values()
+    return framework.handle
+
+
+def _pod_groups(operator: Operator) -> PodGroupLister:
+    lister = _handle(operator).pod_groups
+    assert lister is not None
+    return lister
 
 
 def _kept_pod_groups(operator: Operator, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
@@ -61,7 +76,7 @@ async def test_a_gang_profile_keeps_pod_group_status_and_counts_members_from_the
     assert counts.pods == 2
     assert counts.scheduled == 1
     # The scheduler's own handler still gets the pods.
-    assert gang_operator.store.get_pod("default/w1") is not None
+    assert _handle(gang_operator).get_pod("default/w1") is not None
 
 
 async def test_one_kopf_handler_per_pod_group_event_feeds_the_store_and_the_keeper(
@@ -83,7 +98,7 @@ async def test_one_kopf_handler_per_pod_group_event_feeds_the_store_and_the_keep
     await handler.fn(event={"type": "DELETED", "object": raw_pod_group("gone")})
 
     assert kept == [("ADDED", "listed"), ("DELETED", "gone")]
-    assert gang_operator.store.pod_groups.get("team/listed") is not None
+    assert _pod_groups(gang_operator).get("team/listed") is not None
 
 
 async def test_the_listing_hands_pod_groups_to_the_keeper_too(
@@ -98,13 +113,13 @@ async def test_the_listing_hands_pod_groups_to_the_keeper_too(
     await gang_operator.sync.list_all()
 
     assert kept == [("ADDED", "listed")]
-    assert gang_operator.store.pod_groups.get("team/listed") is not None
+    assert _pod_groups(gang_operator).get("team/listed") is not None
 
 
 async def test_without_gangs_there_is_no_keeper_and_pods_go_to_the_handler_alone() -> None:
     api = Api(ApiClient(Configuration(host="http://127.0.0.1:9")))
     try:
-        operator = Operator(default_config(), RunOptions(), api)
+        operator = build_operator(default_config(), RunOptions(), api)
         assert operator.pod_groups is None
         registry: kopf.OperatorRegistry = operator._kopf_registry()
         groups = {

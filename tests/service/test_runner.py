@@ -13,10 +13,13 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 
 from kopf_scheduler.config.loader import default_config
 from kopf_scheduler.k8s.client import Api
+from kopf_scheduler.k8s.clock import WallClock
 from kopf_scheduler.k8s.metrics import PrometheusMetrics
 from kopf_scheduler.k8s.ratelimit import TokenBucket, limiter_for
 from kopf_scheduler.k8s.storage import ApiStorageWriter
-from kopf_scheduler.service.runner import Operator, RunOptions
+from kopf_scheduler.service.operator_assembly import build_operator
+from kopf_scheduler.service.run_options import RunOptions
+from tests.storage_builders import make_class
 
 
 async def test_events_have_a_budget_of_their_own_with_the_same_settings() -> None:
@@ -27,7 +30,7 @@ async def test_events_have_a_budget_of_their_own_with_the_same_settings() -> Non
         limiter=limiter_for(connection.qps, connection.burst),
     )
     try:
-        operator = Operator(config, RunOptions(), api)
+        operator = build_operator(config, RunOptions(), api)
 
         events_limiter = operator.events._api.limiter
         assert events_limiter is not api.limiter
@@ -41,12 +44,13 @@ async def test_events_have_a_budget_of_their_own_with_the_same_settings() -> Non
 async def test_volume_binding_writes_share_the_binding_budget_and_the_watched_storage() -> None:
     api = Api(ApiClient(Configuration(host="http://127.0.0.1:9")))
     try:
-        operator = Operator(default_config(), RunOptions(), api)
+        operator = build_operator(default_config(), RunOptions(), api)
 
         handle = operator.scheduler.profiles["kopf-scheduler"].handle
         assert isinstance(handle.storage_writer, ApiStorageWriter)
         assert handle.storage_writer._api is api
-        assert handle.storage is operator.store.storage  # what the watches fill
+        operator.route("StorageClass")("ADDED", make_class("fast").obj())
+        assert "fast" in handle.storage.classes  # what the watches fill
     finally:
         await api.close()
 
@@ -56,15 +60,21 @@ async def test_leadership_is_reported_as_client_gos_leader_election_gauge() -> N
     assert config.leader_election.leader_elect
     api = Api(ApiClient(Configuration(host="http://127.0.0.1:9")))
     try:
-        operator = Operator(config, RunOptions(), api)
-        sample = operator.metrics.registry.get_sample_value
+        metrics = PrometheusMetrics()
+        operator = build_operator(config, RunOptions(), api, metrics=metrics)
+        elector = operator.elector
+        assert elector is not None
+        sample = metrics.registry.get_sample_value
         labels = {"name": config.leader_election.resource_name}
 
         assert sample("leader_election_master_status", labels) == 0
-        operator._started_leading()
+        assert not operator.scheduler.active  # a follower until the Lease is won
+        elector._on_started()
         assert sample("leader_election_master_status", labels) == 1
-        operator._stopped_leading()
+        assert operator.scheduler.active
+        elector._on_stopped()
         assert sample("leader_election_master_status", labels) == 0
+        assert not operator.scheduler.active
     finally:
         await api.close()
 
@@ -72,11 +82,11 @@ async def test_leadership_is_reported_as_client_gos_leader_election_gauge() -> N
 async def test_healthz_watches_the_lease_renewals_and_the_scheduling_loop() -> None:
     api = Api(ApiClient(Configuration(host="http://127.0.0.1:9")))
     try:
-        operator = Operator(default_config(), RunOptions(), api)
+        operator = build_operator(default_config(), RunOptions(), api)
 
         checks = {check.name: check for check in operator.health._checks}
         assert list(checks) == ["ping", "leaderElection", "scheduling-loop"]
-        operator.scheduler.last_advanced = operator.clock.now() - 3600
+        operator.scheduler.last_advanced = WallClock().now() - 3600
         assert checks["scheduling-loop"].problem() is not None
     finally:
         await api.close()
@@ -86,9 +96,9 @@ async def test_the_api_client_reports_to_the_operators_metrics() -> None:
     metrics = PrometheusMetrics()
     api = Api(ApiClient(Configuration(host="http://127.0.0.1:9")), metrics=metrics)
     try:
-        operator = Operator(default_config(), RunOptions(), api, metrics=metrics)
+        operator = build_operator(default_config(), RunOptions(), api, metrics=metrics)
 
-        assert operator.metrics is metrics
+        assert operator.health._registry is metrics.registry
         assert operator.events._api.metrics is metrics  # the events' own budget, same sink
     finally:
         await api.close()
@@ -118,7 +128,7 @@ async def test_a_component_that_ends_on_its_own_stops_the_operator_with_an_error
 ) -> None:
     api = Api(ApiClient(Configuration(host="http://127.0.0.1:9")))
     try:
-        operator = Operator(default_config(), RunOptions(), api)
+        operator = build_operator(default_config(), RunOptions(), api)
         name, body = ending
         idle = asyncio.create_task(_idle_forever(), name="node-watch")
         operator._components = [idle, asyncio.create_task(body(), name=name)]
@@ -136,7 +146,7 @@ async def test_a_component_that_ends_on_its_own_stops_the_operator_with_an_error
 async def test_shutdown_stops_popping_and_the_watches_once() -> None:
     api = Api(ApiClient(Configuration(host="http://127.0.0.1:9")))
     try:
-        operator = Operator(default_config(), RunOptions(), api)
+        operator = build_operator(default_config(), RunOptions(), api)
         watch = asyncio.create_task(_idle_forever(), name="pod-watch")
         operator._components = [watch]
         operator.scheduler.active = True

@@ -17,7 +17,8 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from kopf_scheduler.config.loader import default_config
 from kopf_scheduler.k8s.client import Api
 from kopf_scheduler.k8s.ratelimit import Unlimited
-from kopf_scheduler.service.runner import Operator, RunOptions
+from kopf_scheduler.service.operator_assembly import build_operator
+from kopf_scheduler.service.run_options import RunOptions
 from kopf_scheduler.service.startup import EndlessBackoffs, list_until_synced
 from tests.k8s.support import reply
 
@@ -149,7 +150,7 @@ async def test_the_operator_gives_kopf_the_endless_backoffs() -> None:
 
     api = Api(ApiClient(Configuration(host="http://127.0.0.1:9")))
     try:
-        operator = Operator(default_config(), RunOptions(), api)
+        operator = build_operator(default_config(), RunOptions(), api)
         registry = operator._kopf_registry()
         settings = kopf.OperatorSettings()
         for handler in registry._activities.get_all_handlers():

@@ -24,6 +24,7 @@ from kopf_scheduler.framework.events import (
     object_event,
 )
 from kopf_scheduler.informer.handlers import ADDED, DELETED, MODIFIED, EventHandlers
+from kopf_scheduler.informer.storage_events import StorageEvents
 from kopf_scheduler.informer.store import Store
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.storage import PersistentVolume, PersistentVolumeClaim
@@ -55,9 +56,13 @@ class RecordingQueue:
 
 @dataclass
 class SchedulerWithQueue:
-    """What the storage handlers use of the scheduler: its queue."""
+    """What the storage handlers use of the scheduler: the cluster events, offered to ``queue``
+    as :meth:`Scheduler.on_cluster_event` offers them to its own."""
 
     queue: Any
+
+    def on_cluster_event(self, event: ClusterEvent, old: Any, new: Any) -> None:
+        self.queue.move_all_to_active_or_backoff_queue(event, old, new)
 
 
 def handlers_with(queue: Any) -> tuple[EventHandlers, Store]:
@@ -164,11 +169,11 @@ def test_add_update_delete_reach_the_cache_and_raise_the_kinds_events(kind: Kind
     first = at_version(kind.raw(), "10")
     second = at_version(first, "11", changed="yes")
 
-    handlers.on_storage(kind.name, ADDED, first)
+    handlers.route(kind.name)(ADDED, first)
     added = kind.lookup(store.storage, kind.key)
-    handlers.on_storage(kind.name, MODIFIED, second)
+    handlers.route(kind.name)(MODIFIED, second)
     updated = kind.lookup(store.storage, kind.key)
-    handlers.on_storage(kind.name, DELETED, second)
+    handlers.route(kind.name)(DELETED, second)
 
     assert added is not None and added.resource_version == "10"
     assert updated is not None and updated.resource_version == "11"
@@ -203,7 +208,7 @@ def test_event_labels_name_kind_and_action_as_upstream(kind: str, raw: Raw, labe
     queue = RecordingQueue()
     handlers, _ = handlers_with(queue)
 
-    handlers.on_storage(kind, ADDED, raw)
+    handlers.route(kind)(ADDED, raw)
 
     assert [event.name for event, _, _ in queue.moves] == [label]
 
@@ -215,10 +220,10 @@ def test_event_labels_name_kind_and_action_as_upstream(kind: str, raw: Raw, labe
 def test_a_relisted_or_stale_object_changes_nothing(kind: Kind, version: str) -> None:
     queue = RecordingQueue()
     handlers, store = handlers_with(queue)
-    handlers.on_storage(kind.name, ADDED, at_version(kind.raw(), "10"))
+    handlers.route(kind.name)(ADDED, at_version(kind.raw(), "10"))
     known = kind.lookup(store.storage, kind.key)
 
-    handlers.on_storage(kind.name, ADDED, at_version(kind.raw(), version, changed="yes"))
+    handlers.route(kind.name)(ADDED, at_version(kind.raw(), version, changed="yes"))
 
     assert kind.lookup(store.storage, kind.key) is known
     assert len(queue.moves) == 1  # only the first add
@@ -229,7 +234,7 @@ def test_deleting_an_object_never_known_raises_nothing(kind: Kind) -> None:
     queue = RecordingQueue()
     handlers, store = handlers_with(queue)
 
-    handlers.on_storage(kind.name, DELETED, kind.raw())
+    handlers.route(kind.name)(DELETED, kind.raw())
 
     assert kind.lookup(store.storage, kind.key) is None
     assert queue.moves == []
@@ -239,12 +244,12 @@ def test_a_delete_whose_final_state_is_malformed_reports_the_last_good_view() ->
     queue = RecordingQueue()
     handlers, store = handlers_with(queue)
     raw = make_claim("data").obj()
-    handlers.on_storage("PersistentVolumeClaim", ADDED, raw)
+    handlers.route("PersistentVolumeClaim")(ADDED, raw)
     known = store.storage.claims.get("default/data")
     broken = copy.deepcopy(raw)
     broken["spec"]["accessModes"] = "ReadWriteOnce"
 
-    handlers.on_storage("PersistentVolumeClaim", DELETED, broken)
+    handlers.route("PersistentVolumeClaim")(DELETED, broken)
 
     assert store.storage.claims.get("default/data") is None
     event, old, new = queue.moves[-1]
@@ -308,11 +313,11 @@ def test_a_watch_event_replaces_an_assumption_only_when_newer(
 ) -> None:
     handlers, store = handlers_with(RecordingQueue())
     cache = kind.cache(store.storage)
-    handlers.on_storage(kind.name, ADDED, kind.raw("5"))
+    handlers.route(kind.name)(ADDED, kind.raw("5"))
     assumption = assumed_copy(kind, assumed_at)
     cache.assume(assumption)
 
-    handlers.on_storage(kind.name, MODIFIED, kind.raw(delivered))
+    handlers.route(kind.name)(MODIFIED, kind.raw(delivered))
 
     if assumption_stands:
         assert cache.get(kind.key) is assumption
@@ -327,11 +332,11 @@ def test_a_newer_version_under_an_assumption_is_still_an_update_event(kind: Assu
     # The informer side of upstream sees every API change, whatever volume binding assumed.
     queue = RecordingQueue()
     handlers, store = handlers_with(queue)
-    handlers.on_storage(kind.name, ADDED, kind.raw("5"))
+    handlers.route(kind.name)(ADDED, kind.raw("5"))
     api_object = kind.cache(store.storage).get(kind.key)
     kind.cache(store.storage).assume(assumed_copy(kind, "7"))
 
-    handlers.on_storage(kind.name, MODIFIED, kind.raw("6"))
+    handlers.route(kind.name)(MODIFIED, kind.raw("6"))
 
     event, old, new = queue.moves[-1]
     assert event.action == ActionType.UPDATE_GENERIC
@@ -345,12 +350,12 @@ def test_a_newer_version_under_an_assumption_is_still_an_update_event(kind: Assu
 def test_a_malformed_object_is_logged_once_and_dropped(caplog: pytest.LogCaptureFixture) -> None:
     queue = RecordingQueue()
     handlers, store = handlers_with(queue)
-    handlers.on_storage("PersistentVolume", ADDED, make_volume("pv-1").version("5").obj())
+    handlers.route("PersistentVolume")(ADDED, make_volume("pv-1").version("5").obj())
     broken = make_volume("pv-1").version("6").obj()
     broken["spec"]["accessModes"] = "ReadWriteOnce"
 
     with caplog.at_level(logging.WARNING):
-        handlers.on_storage("PersistentVolume", MODIFIED, broken)
+        handlers.route("PersistentVolume")(MODIFIED, broken)
 
     assert store.storage.volumes.get("pv-1") is None
     assert len(queue.moves) == 1  # the add; the malformed update moves nothing
@@ -368,18 +373,18 @@ def test_a_fixed_object_after_a_malformed_one_is_an_add() -> None:
     broken = make_class("fast").obj()
     broken["allowedTopologies"] = "zone-a"
 
-    handlers.on_storage("StorageClass", ADDED, broken)
-    handlers.on_storage("StorageClass", MODIFIED, at_version(make_class("fast").obj(), "999"))
+    handlers.route("StorageClass")(ADDED, broken)
+    handlers.route("StorageClass")(MODIFIED, at_version(make_class("fast").obj(), "999"))
 
     assert store.storage.classes["fast"].resource_version == "999"
     assert [event.action for event, _, _ in queue.moves] == [ActionType.ADD]
 
 
 def test_an_unknown_kind_is_a_programming_error() -> None:
-    handlers, _ = handlers_with(RecordingQueue())
+    scheduler = cast(Scheduler, SchedulerWithQueue(RecordingQueue()))
 
     with pytest.raises(ValueError, match="Secret"):
-        handlers.on_storage("Secret", ADDED, {"metadata": {"name": "s"}})
+        StorageEvents(scheduler, StorageCache(), "Secret")
 
 
 # --- through a real queue -----------------------------------------------------------------------
@@ -409,9 +414,9 @@ def test_creating_the_missing_claim_moves_only_the_pod_that_uses_it() -> None:
         harness.fail(harness.pop(pod), "VolumeBinding")
     handlers, _ = handlers_with(harness.queue)
 
-    handlers.on_storage("StorageClass", ADDED, make_class("fast").obj())
+    handlers.route("StorageClass")(ADDED, make_class("fast").obj())
     assert harness.where(waiting) == harness.where(other) == "unschedulable"
 
-    handlers.on_storage("PersistentVolumeClaim", ADDED, make_claim("data").obj())
+    handlers.route("PersistentVolumeClaim")(ADDED, make_claim("data").obj())
     assert harness.where(waiting) in ("active", "backoff")
     assert harness.where(other) == "unschedulable"

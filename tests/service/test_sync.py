@@ -65,16 +65,16 @@ async def test_a_node_delivered_again_with_the_same_version_changes_nothing() ->
     handlers = EventHandlers(scheduler, Store())
     node = make_node("n1").capacity(cpu="2").obj()
     node["metadata"]["resourceVersion"] = "7"
-    handlers.on_node("ADDED", node)
+    handlers.route("Node")("ADDED", node)
     first = scheduler.cache.get_node_info("n1").node
-    handlers.on_node(
+    handlers.route("Node")(
         "ADDED", make_node("n1").capacity(cpu="2").obj() | {"metadata": node["metadata"]}
     )
     assert scheduler.cache.get_node_info("n1").node is first  # a relist: same object, skipped
 
     changed = make_node("n1").capacity(cpu="4").obj()
     changed["metadata"]["resourceVersion"] = "8"
-    handlers.on_node("MODIFIED", changed)
+    handlers.route("Node")("MODIFIED", changed)
     assert scheduler.cache.get_node_info("n1").node is not first
     assert scheduler.cache.get_node_info("n1").node.resource_version == "8"
 
@@ -152,7 +152,7 @@ async def test_a_resync_reports_only_storage_deletions_the_watch_missed(
     lister.items = {"/api/v1/persistentvolumeclaims": [data, logs]}
     sync = Synchronizer(lister, handlers)
     await sync.list_all()
-    handlers.on_storage("PersistentVolumeClaim", "DELETED", logs)  # seen by the watch
+    handlers.route("PersistentVolumeClaim")("DELETED", logs)  # seen by the watch
 
     lister.items["/api/v1/persistentvolumeclaims"] = []
     with caplog.at_level(logging.INFO, logger="kopf_scheduler.sync"):

@@ -14,7 +14,8 @@ from kopf_scheduler.informer.watched_kinds import (
     watched_kind,
 )
 from kopf_scheduler.k8s.client import Api
-from kopf_scheduler.service.runner import Operator, RunOptions
+from kopf_scheduler.service.operator_assembly import build_operator
+from kopf_scheduler.service.run_options import RunOptions
 from kopf_scheduler.sim.runner import Simulation
 from tests.builders import make_node
 
@@ -45,7 +46,7 @@ def test_every_kind_routes_to_the_handler_that_keeps_its_store() -> None:
 async def test_the_operator_reflects_the_reflector_kinds_and_resyncs_the_rest() -> None:
     api = Api(ApiClient(Configuration(host="http://127.0.0.1:9")))
     try:
-        operator = Operator(default_config(), RunOptions(), api)
+        operator = build_operator(default_config(), RunOptions(), api)
 
         reflected = {kind: r.path for kind, r in operator.reflectors.items()}
         assert reflected == {"Node": "/api/v1/nodes", "Pod": "/api/v1/pods"}

@@ -8,21 +8,30 @@ with goroutines. Failures from either cycle go to one handler
 (:mod:`~kopf_scheduler.scheduler.failure_handler`). Before each pod the loop waits for the status
 patch of the previous cycle's failure, and, when the binding cycles unfinished reach their bound,
 for one of them to end. :class:`Scheduler` wires these together and drives them until stopped.
+The watches report to it through its ``on_...`` methods, each what upstream's event handlers do
+to the cache and the queue for one change.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any
 
 from kopf_scheduler.cache.cache import Cache
 from kopf_scheduler.cache.snapshot import Snapshot
+from kopf_scheduler.framework.events import (
+    ASSIGNED_POD_DELETE,
+    NODE_ADD,
+    NODE_DELETE,
+    ClusterEvent,
+)
 from kopf_scheduler.framework.runtime import Framework
 from kopf_scheduler.model.errors import InvalidObjectError
+from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.ports import Clock, EventRecorder, Metrics, NullMetrics, PodStatusWriter
-from kopf_scheduler.queue.scheduling_queue import SchedulingQueue
+from kopf_scheduler.queue.scheduling_queue import SchedulingQueue, priority_at_most
 from kopf_scheduler.scheduler.algorithm import Algorithm
 from kopf_scheduler.scheduler.binding_cycle import DEFAULT_MAX_BINDING_CYCLES, BindingCycles
 from kopf_scheduler.scheduler.explain import AttemptRecord
@@ -32,6 +41,9 @@ from kopf_scheduler.scheduler.periodic import start_periodic_tasks
 from kopf_scheduler.scheduler.reporting import Reporter
 from kopf_scheduler.scheduler.scheduling_cycle import SchedulingCycle
 from kopf_scheduler.scheduler.tasks import BackgroundTasks
+
+WAITING_POD_REMOVED = "removed"
+"""The rejection a pod waiting at Permit gets when it is deleted (or bound elsewhere)."""
 
 
 class Scheduler:
@@ -53,10 +65,11 @@ class Scheduler:
         tasks: BackgroundTasks | None = None,
         wakeup: asyncio.Event | None = None,
         nomination_hygiene: bool = True,
+        active: bool = True,
     ) -> None:
         """``tasks`` runs the background work (the handles' ``spawn`` must use the same) and
         ``wakeup`` is what the queue sets when a pod may have become poppable; both are made
-        here when not given."""
+        here when not given. ``active`` False starts a follower, which pops nothing."""
         self.profiles = profiles
         self.cache = cache
         self.queue = queue
@@ -64,7 +77,7 @@ class Scheduler:
         self.algorithm = algorithm
         self.clock = clock
         self.metrics: Metrics = metrics if metrics is not None else NullMetrics()
-        self.active = True
+        self.active = active
         """Only an active scheduler (the leader) pops pods; followers keep their caches warm."""
         self.last_advanced: float | None = None
         """When :meth:`run` last took a step (a cycle, and the wait for its status patch);
@@ -167,6 +180,98 @@ class Scheduler:
     ) -> None:
         """A pending pod too malformed to parse: say why on the pod (event and condition)."""
         self._failures.report_invalid_pod(raw, scheduler_name, error)
+
+    # What the watches report (upstream's event handlers' calls into the cache and the queue) --
+
+    def node(self, name: str) -> Node | None:
+        """The node as the cache last saw it (``None`` once deleted)."""
+        info = self.cache.get_node_info(name)
+        return info.node if info is not None else None
+
+    def on_node_added(self, node: Node) -> None:
+        self.cache.add_node(node)
+        self.queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, node)
+
+    def on_node_updated(self, old: Node, new: Node, events: Iterable[ClusterEvent]) -> None:
+        """``events`` are what the update amounts to, offered to the rejected pods in order; a
+        node that became unschedulable voids the nominations to it."""
+        self.cache.add_node(new)
+        if new.unschedulable and not old.unschedulable:
+            self.nominations.node_gone(new.name, "node marked unschedulable")
+        for event in events:
+            self.queue.move_all_to_active_or_backoff_queue(event, old, new)
+
+    def on_node_deleted(self, name: str) -> None:
+        self.cache.remove_node(name)
+        self.nominations.node_gone(name, "node deleted")
+        self.queue.move_all_to_active_or_backoff_queue(NODE_DELETE, None, None)
+
+    def on_node_unreadable(self, name: str) -> None:
+        """A node too malformed to parse: out of the cache, as if it did not exist, with no
+        cluster event."""
+        self.cache.remove_node(name)
+
+    def on_namespace_updated(self, name: str, labels: Mapping[str, str]) -> None:
+        """Added or changed: the labels namespace selectors of affinity terms match."""
+        self.cache.set_namespace(name, labels)
+
+    def on_namespace_deleted(self, name: str) -> None:
+        self.cache.remove_namespace(name)
+
+    def on_cluster_event(self, event: ClusterEvent, old: Any, new: Any) -> None:
+        """Any other object's change (storage, devices, PodGroups): offered to the rejected
+        pods, whose plugins' queueing hints decide which may retry."""
+        self.queue.move_all_to_active_or_backoff_queue(event, old, new)
+
+    def on_assigned_pod_added(self, pod: Pod) -> None:
+        """A pod bound to a node (by us or by another): it takes room in the cache."""
+        self.nominations.bound(pod)
+        self.cache.add_pod(pod)
+        self.queue.assigned_pod_added(pod)
+
+    def on_assigned_pod_updated(self, old: Pod, new: Pod) -> None:
+        self.nominations.bound(new)
+        self.cache.update_pod(old, new)
+        self.queue.assigned_pod_updated(old, new)
+
+    def on_assigned_pod_deleted(self, pod: Pod) -> None:
+        self.cache.remove_pod(pod)
+        self.queue.assigned_pod_deleted(pod)
+
+    def on_pending_pod_added(self, pod: Pod) -> None:
+        """A pod of one of our profiles waiting for a node."""
+        self.queue.add(pod)
+
+    def on_pending_pod_updated(self, old: Pod, new: Pod) -> None:
+        """A pending pod changed; one assumed is being bound, and stays as the cache has it. A
+        nomination it dropped held room for the pods of equal or lower priority: those may
+        retry."""
+        if self.cache.is_assumed(new):
+            return
+        self.queue.update(old, new)
+        if old.nominated_node_name and old.nominated_node_name != new.nominated_node_name:
+            self.queue.move_all_to_active_or_backoff_queue(
+                ASSIGNED_POD_DELETE, old, None, priority_at_most(old.priority)
+            )
+
+    def on_pending_pod_deleted(self, pod: Pod) -> None:
+        """A pending pod of ours left the queue: deleted, or bound (upstream's
+        ``deletePodFromSchedulingQueue``).
+
+        A pod rejected while waiting at Permit held room in the cache: every unschedulable pod
+        may retry. A pod that carried a nomination held room for the pods of equal or lower
+        priority: those may retry. An assumed pod stays in the cache until its binding fails.
+        """
+        framework = self.profiles.get(pod.scheduler_name)
+        if framework is None:
+            return
+        self.queue.delete(pod)
+        if framework.reject_waiting_pod(pod.uid, WAITING_POD_REMOVED):
+            self.queue.move_all_to_active_or_backoff_queue(ASSIGNED_POD_DELETE, pod, None)
+        elif pod.nominated_node_name:
+            self.queue.move_all_to_active_or_backoff_queue(
+                ASSIGNED_POD_DELETE, pod, None, priority_at_most(pod.priority)
+            )
 
     async def run(self, stop: asyncio.Event) -> None:
         """Schedule until ``stop`` is set; yields to the event loop between pods."""

@@ -16,13 +16,8 @@ from typing import Any, Protocol
 
 import structlog
 
-from kopf_scheduler.informer.handlers import (
-    ADDED,
-    DELETED,
-    STORAGE_KINDS,
-    EventHandler,
-    EventHandlers,
-)
+from kopf_scheduler.informer.handlers import ADDED, DELETED, EventHandler, EventHandlers
+from kopf_scheduler.informer.storage_events import STORAGE_KINDS
 from kopf_scheduler.informer.watched_kinds import WATCHED_KINDS, WatchedKind
 from kopf_scheduler.ports import ApiError
 

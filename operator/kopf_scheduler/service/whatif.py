@@ -21,7 +21,7 @@ from typing import Any
 
 from kopf_scheduler.config.profiles import merged_multi_point
 from kopf_scheduler.config.types import SchedulerConfig
-from kopf_scheduler.informer.handlers import STORAGE_KINDS
+from kopf_scheduler.informer.storage_events import STORAGE_KINDS
 from kopf_scheduler.informer.watched_kinds import WATCHED_KINDS
 from kopf_scheduler.k8s.client import Api
 from kopf_scheduler.ports import ApiError
