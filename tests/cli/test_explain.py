@@ -96,7 +96,7 @@ async def test_a_bad_record_is_one_line(
 async def test_every_record_the_scheduler_writes_is_shown(
     kmock: kmock.RawHandler, kubeconfig: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from kopf_scheduler.cli import bundled_demo
+    from kopf_scheduler.sim.examples import bundled_demo
 
     simulation = Simulation(default_config())
     result = await simulation.run(load_scenario([bundled_demo()]))

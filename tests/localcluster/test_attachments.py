@@ -42,7 +42,7 @@ def test_down_refuses_to_leave_an_attachment_it_cannot_stop(tmp_path: Path) -> N
     state_dir = tmp_path / "cluster"
     state_dir.mkdir()
     _attach(state_dir, "contraption")
-    with pytest.raises(ClusterError, match="a contraption is attached .* e2e.localcluster down"):
+    with pytest.raises(ClusterError, match=r"a contraption is attached .* e2e\.localcluster down"):
         LocalCluster(state_dir).down()
     assert LocalCluster(state_dir).is_attached("contraption")
 
