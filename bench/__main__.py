@@ -8,6 +8,7 @@
     python -m bench revisions c6128a8,HEAD --inprocess S2 --e2e S1   # commits in turn
     python -m bench capacity         # `kopf-scheduler capacity` on 5000 nodes, 50,000 pods
     python -m bench capacity --revisions 277bd04,HEAD   # the same, commits in turn
+    python -m bench contention S2 --processes 1 --rounds 3   # quiet and beside a busy process
     python -m bench chart            # docs/images/bench-ratios.svg from bench/results/
 
 Each in-process scenario runs in its own subprocess, so its peak RSS is its own. The
@@ -305,6 +306,32 @@ def _compare_revisions(parser: argparse.ArgumentParser, args: argparse.Namespace
     return 0
 
 
+def _contention(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from bench import contention
+    from bench.cluster import binaries_available
+
+    if args.processes < 1 or args.rounds < 1:
+        parser.error("--processes and --rounds must be at least 1")
+    try:
+        ((qps, burst),) = _qps(args.qps)
+    except ValueError:
+        parser.error(f"--qps {args.qps!r}: expected one QPS/BURST, e.g. 5000/5000")
+    scenario(args.spec)  # fail early on a typo
+    if not binaries_available():
+        print(
+            "error: the local control-plane binaries are not built (make cluster-up)",
+            file=sys.stderr,
+        )
+        return 1
+    results = contention.run_rounds(
+        args.spec, args.processes, args.rounds, qps, burst, args.keep_cluster
+    )
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=1))
+    print(contention.render(results))
+    return 0
+
+
 def _exit_on_sigterm() -> None:
     # SIGTERM becomes SystemExit, so that the schedulers, the watcher and (unless kept) the
     # cluster this run started are stopped by the ``finally`` blocks.
@@ -383,6 +410,16 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated commits to time in turn each round (as `bench revisions` exports "
         "them), e.g. 277bd04,HEAD; default: this checkout",
     )
+    contention = sub.add_parser(
+        "contention",
+        help="one scenario end to end, quiet and beside busy processes, rounds alternated",
+    )
+    contention.add_argument("spec", help="an end-to-end scenario, e.g. S2 or S2@0.2")
+    contention.add_argument("--processes", type=int, default=1, help="busy processes (1)")
+    contention.add_argument("--rounds", type=int, default=3, help="rounds (default 3)")
+    contention.add_argument("--qps", default="5000/5000", help="qps/burst (default 5000/5000)")
+    contention.add_argument("--keep-cluster", action="store_true")
+    contention.add_argument("--out", type=Path, help="also write the raw results to this file")
     args = parser.parse_args(argv)
 
     if args.command == "chart":
@@ -390,6 +427,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "revisions":
         return _compare_revisions(parser, args)
+
+    if args.command == "contention":
+        return _contention(parser, args)
 
     if args.command == "capacity":
         from bench import capacity

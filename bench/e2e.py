@@ -65,6 +65,7 @@ from bench.kube import (
     nodes_path,
     pods_path,
 )
+from bench.neighbours import BusyNeighbours
 from bench.report import top_processes
 from bench.scenarios import ZONE_LABEL, Scenario, check
 
@@ -744,7 +745,10 @@ async def run_one(
     burst: int,
     work: Path,
     source: Path | None = None,
+    neighbours: int = 0,
 ) -> dict[str, Any]:
+    """One scheduler's run of ``scenario`` (see the module's docstring); with ``neighbours``,
+    that many busy processes (:mod:`bench.neighbours`) run from its start to its end."""
     scheduler_name = SCHEDULER_NAME if which == "kopf" else UPSTREAM_SCHEDULER_NAME
     namespace = f"bench-{scenario.id.lower()}-{which}-{secrets.token_hex(3)}"
     run_dir = work / namespace
@@ -789,6 +793,8 @@ async def run_one(
     audit_offset = audit_size(cluster.audit_log)
     plane_before = _control_plane_cpu(cluster)
     load_before = os.getloadavg()
+    busy = BusyNeighbours(neighbours)
+    busy.start()
     spawned = time.time()
     process = start_scheduler(which, cluster, qps, burst, run_dir, source=source)
     result: dict[str, Any] = {"scheduler": which, "namespace": namespace, "settle": quiet}
@@ -846,6 +852,7 @@ async def run_one(
         )
         result.update(watch_figures(scenario, observed, t0))
     finally:
+        result["contention"] = {"processes": neighbours, "cpu_seconds": busy.stop()}
         exit_code = await asyncio.to_thread(process.stop)
         if watcher is not None:
             watcher.stop()
@@ -1017,9 +1024,11 @@ async def run_pair(
     work: Path,
     order: tuple[str, ...] = SCHEDULERS,
     source: Path | None = None,
+    neighbours: int = 0,
 ) -> dict[str, Any]:
     """Both schedulers on identical states; the figures of each and the ratios ours/upstream.
-    ``source``: kopf-scheduler from another revision (see :func:`start_scheduler`)."""
+    ``source``: kopf-scheduler from another revision (see :func:`start_scheduler`);
+    ``neighbours``: busy processes beside each scheduler's run (see :func:`run_one`)."""
     endpoint = Endpoint(cluster.server, cluster.admin_token, str(cluster.ca_file))
     contention = {"loadavg": [round(x, 2) for x in os.getloadavg()], "top": top_processes()}
     async with Client(endpoint, "bench-creator", connections=CREATOR_CONCURRENCY) as client:
@@ -1033,7 +1042,7 @@ async def run_pair(
         runs = {}
         for which in order:
             runs[which] = await run_one(
-                cluster, client, scenario, which, qps, burst, work, source=source
+                cluster, client, scenario, which, qps, burst, work, source, neighbours
             )
     return {
         "mode": "e2e",
@@ -1041,6 +1050,7 @@ async def run_pair(
         "qps": qps,
         "burst": burst,
         "order": list(order),
+        "neighbours": neighbours,
         "nodes": nodes,
         "contention_at_start": contention,
         "runs": runs,

@@ -1,0 +1,180 @@
+"""``python -m bench contention``: both schedulers beside a busy neighbour, and without one.
+
+A control-plane node is rarely quiet: the API server, etcd and the controllers spike together
+with the pods a scheduler must place, and a single-threaded Python process loses its share of a
+CPU to every other runnable thread. This benchmark puts a number on it. Each round runs the
+end-to-end pair (:func:`bench.e2e.run_pair`, both schedulers on identical states) twice on one
+local cluster: once quiet, once with a fixed load, and the rounds alternate which scheduler goes
+first. The report gives each scheduler's degradation, loaded over quiet, for throughput,
+create→bound p50/p99 and the stages each scheduler measures (attempt duration and, for
+kopf-scheduler, watch delivery, the wait before the first attempt and the binding request), so
+that the cost shows where it arises.
+
+The load is :class:`bench.neighbours.BusyNeighbours`: ``N`` processes that each spin a
+pure-Python loop at the default priority, one runnable thread each. They start once the control
+plane has settled, just before the scheduler under test starts, and stop when its run ends, so
+they weigh on the scheduler's start, its cache sync, the creation of the pods and every decision,
+as a neighbour would; their CPU time is recorded with the run (``contention``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.cluster import start_bench_cluster
+from bench.e2e import SCHEDULERS, run_pair
+from bench.scenarios import scenario
+
+QUIET, LOADED = "quiet", "loaded"
+
+FIGURES: tuple[tuple[str, tuple[str, ...], bool], ...] = (
+    ("throughput, pods/s", ("throughput", "average"), True),
+    ("create→bound p50, ms", ("create_to_bound_ms", "p50"), False),
+    ("create→bound p99, ms", ("create_to_bound_ms", "p99"), False),
+    ("attempt p50, s", ("scheduler_metrics", "attempt_duration_scheduled_s", "p50"), False),
+    ("attempt p99, s", ("scheduler_metrics", "attempt_duration_scheduled_s", "p99"), False),
+    ("watch delivery p99, s", ("scheduler_metrics", "watch_delivery_lag_s", "p99"), False),
+    (
+        "queued before 1st attempt p99, s",
+        ("scheduler_metrics", "queued_before_first_attempt_s", "p99"),
+        False,
+    ),
+    ("binding request p99, s", ("scheduler_metrics", "binding_request_duration_s", "p99"), False),
+)
+"""The figures compared: label, where it is in a run's result, whether more is better."""
+
+
+def round_plan(rounds: int, schedulers: Sequence[str]) -> list[tuple[tuple[str, ...], ...]]:
+    """Each round: its runs, quiet and loaded, and in each the schedulers in order. Odd rounds go
+    quiet first with the schedulers as given, even ones loaded first with them reversed, so that
+    neither a scheduler nor a mode always runs on a cluster the other has just warmed."""
+    plan = []
+    for number in range(rounds):
+        forward = number % 2 == 0
+        order = tuple(schedulers) if forward else tuple(reversed(schedulers))
+        modes = (QUIET, LOADED) if forward else (LOADED, QUIET)
+        plan.append(tuple((mode, *order) for mode in modes))
+    return plan
+
+
+def run_rounds(
+    spec: str, processes: int, rounds: int, qps: float, burst: int, keep_cluster: bool = False
+) -> dict[str, Any]:
+    """``rounds`` rounds of ``spec`` end to end, each pair once quiet and once beside
+    ``processes`` busy neighbours, on one benchmark cluster."""
+    chosen = scenario(spec)
+    cluster = start_bench_cluster()
+    work = Path(tempfile.mkdtemp(prefix="bench-contention-"))
+    result: dict[str, Any] = {
+        "scenario": chosen.label,
+        "qps": f"{qps:g}/{burst}",
+        "processes": processes,
+        "rounds": [],
+    }
+    try:
+        for runs in round_plan(rounds, SCHEDULERS):
+            one: dict[str, Any] = {}
+            for mode, *order in runs:
+                count = processes if mode == LOADED else 0
+                one[mode] = asyncio.run(
+                    run_pair(cluster, chosen, qps, burst, work, tuple(order), neighbours=count)
+                )
+            result["rounds"].append(one)
+    finally:
+        if not keep_cluster:
+            cluster.down()
+    return result
+
+
+def _figure(run: Mapping[str, Any], path: Sequence[str]) -> float | None:
+    value: Any = run
+    for key in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return float(value) if isinstance(value, int | float) else None
+
+
+def degradations(rounds: Sequence[Mapping[str, Any]], scheduler: str) -> dict[str, list[float]]:
+    """Per figure, loaded over quiet for ``scheduler`` in each round that has both (for
+    throughput, quiet over loaded, so that above 1 is worse for every figure)."""
+    found: dict[str, list[float]] = {}
+    for one in rounds:
+        quiet = (one.get(QUIET) or {}).get("runs", {}).get(scheduler) or {}
+        loaded = (one.get(LOADED) or {}).get("runs", {}).get(scheduler) or {}
+        for label, path, more_is_better in FIGURES:
+            before, after = _figure(quiet, path), _figure(loaded, path)
+            if not before or not after:
+                continue
+            ratio = before / after if more_is_better else after / before
+            found.setdefault(label, []).append(round(ratio, 2))
+    return found
+
+
+def loaded_ratios(rounds: Sequence[Mapping[str, Any]], ours: str, theirs: str) -> list[float]:
+    """kopf-scheduler's loaded create→bound p99 over kube-scheduler's, round by round."""
+    ratios = []
+    for one in rounds:
+        runs = (one.get(LOADED) or {}).get("runs", {})
+        path = ("create_to_bound_ms", "p99")
+        mine, other = _figure(runs.get(ours) or {}, path), _figure(runs.get(theirs) or {}, path)
+        if mine and other:
+            ratios.append(round(mine / other, 2))
+    return ratios
+
+
+def _spread(values: Sequence[float]) -> str:
+    if not values:
+        return "–"
+    middle = statistics.median(values)
+    return f"{middle:.2f} ({min(values):.2f}–{max(values):.2f})"
+
+
+def render(result: Mapping[str, Any], ours: str = "kopf", theirs: str = "upstream") -> str:
+    """The rounds and the degradations as Markdown, for the terminal and docs/benchmarks.md."""
+    rounds = result.get("rounds") or []
+    lines = [
+        f"{result.get('scenario', '?')} at qps {result.get('qps', '?')}, "
+        f"{result.get('processes', 0)} busy process(es), {len(rounds)} round(s)",
+        "",
+        "| round | scheduler | figure | quiet | loaded |",
+        "|---|---|---|---|---|",
+    ]
+    for number, one in enumerate(rounds, 1):
+        for scheduler in (ours, theirs):
+            quiet = (one.get(QUIET) or {}).get("runs", {}).get(scheduler) or {}
+            loaded = (one.get(LOADED) or {}).get("runs", {}).get(scheduler) or {}
+            for label, path, _ in FIGURES[:3]:
+                lines.append(
+                    f"| {number} | {scheduler} | {label} | {_cell(_figure(quiet, path))} | "
+                    f"{_cell(_figure(loaded, path))} |"
+                )
+    lines += [
+        "",
+        "Degradation, loaded over quiet (throughput: quiet over loaded; above 1 is worse): "
+        "median (min–max) over the rounds.",
+        "",
+        f"| figure | {ours} | {theirs} |",
+        "|---|---|---|",
+    ]
+    mine, other = degradations(rounds, ours), degradations(rounds, theirs)
+    for label, _, _ in FIGURES:
+        if label in mine or label in other:
+            lines.append(
+                f"| {label} | {_spread(mine.get(label, []))} | {_spread(other.get(label, []))} |"
+            )
+    lines += [
+        "",
+        f"Loaded create→bound p99, {ours} over {theirs}: "
+        f"{_spread(loaded_ratios(rounds, ours, theirs))}.",
+    ]
+    return "\n".join(lines)
+
+
+def _cell(value: float | None) -> str:
+    return "–" if value is None else f"{value:.4g}"
