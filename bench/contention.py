@@ -29,6 +29,7 @@ from typing import Any
 from bench.cluster import start_bench_cluster
 from bench.e2e import SCHEDULERS, run_pair
 from bench.scenarios import scenario
+from bench.stats import figure
 
 QUIET, LOADED = "quiet", "loaded"
 
@@ -91,15 +92,6 @@ def run_rounds(
     return result
 
 
-def _figure(run: Mapping[str, Any], path: Sequence[str]) -> float | None:
-    value: Any = run
-    for key in path:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(key)
-    return float(value) if isinstance(value, int | float) else None
-
-
 def degradations(rounds: Sequence[Mapping[str, Any]], scheduler: str) -> dict[str, list[float]]:
     """Per figure, loaded over quiet for ``scheduler`` in each round that has both (for
     throughput, quiet over loaded, so that above 1 is worse for every figure)."""
@@ -108,7 +100,7 @@ def degradations(rounds: Sequence[Mapping[str, Any]], scheduler: str) -> dict[st
         quiet = (one.get(QUIET) or {}).get("runs", {}).get(scheduler) or {}
         loaded = (one.get(LOADED) or {}).get("runs", {}).get(scheduler) or {}
         for label, path, more_is_better in FIGURES:
-            before, after = _figure(quiet, path), _figure(loaded, path)
+            before, after = figure(quiet, path), figure(loaded, path)
             if not before or not after:
                 continue
             ratio = before / after if more_is_better else after / before
@@ -122,7 +114,7 @@ def loaded_ratios(rounds: Sequence[Mapping[str, Any]], ours: str, theirs: str) -
     for one in rounds:
         runs = (one.get(LOADED) or {}).get("runs", {})
         path = ("create_to_bound_ms", "p99")
-        mine, other = _figure(runs.get(ours) or {}, path), _figure(runs.get(theirs) or {}, path)
+        mine, other = figure(runs.get(ours) or {}, path), figure(runs.get(theirs) or {}, path)
         if mine and other:
             ratios.append(round(mine / other, 2))
     return ratios
@@ -151,8 +143,8 @@ def render(result: Mapping[str, Any], ours: str = "kopf", theirs: str = "upstrea
             loaded = (one.get(LOADED) or {}).get("runs", {}).get(scheduler) or {}
             for label, path, _ in FIGURES[:3]:
                 lines.append(
-                    f"| {number} | {scheduler} | {label} | {_cell(_figure(quiet, path))} | "
-                    f"{_cell(_figure(loaded, path))} |"
+                    f"| {number} | {scheduler} | {label} | {_cell(figure(quiet, path))} | "
+                    f"{_cell(figure(loaded, path))} |"
                 )
     lines += [
         "",

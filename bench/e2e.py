@@ -1059,14 +1059,6 @@ async def run_pair(
 
 
 def ratios(ours: dict[str, Any], upstream: dict[str, Any]) -> dict[str, float | None]:
-    def get(run: dict[str, Any], *path: str) -> float | None:
-        value: Any = run
-        for key in path:
-            if not isinstance(value, dict):
-                return None
-            value = value.get(key)
-        return float(value) if isinstance(value, int | float) else None
-
     figures = {
         "throughput_average": ("throughput", "average"),
         "throughput_p50": ("throughput", "p50"),
@@ -1078,5 +1070,6 @@ def ratios(ours: dict[str, Any], upstream: dict[str, Any]) -> dict[str, float | 
         "peak_rss_mb": ("peak_rss_mb",),
     }
     return {
-        name: stats.ratio(get(ours, *path), get(upstream, *path)) for name, path in figures.items()
+        name: stats.ratio(stats.figure(ours, path), stats.figure(upstream, path))
+        for name, path in figures.items()
     }

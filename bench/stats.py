@@ -18,8 +18,19 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+
+def figure(run: Mapping[str, Any], path: Sequence[str]) -> float | None:
+    """The number at ``path`` in a run's nested result (None where it is missing or not a
+    number)."""
+    value: Any = run
+    for key in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return float(value) if isinstance(value, int | float) else None
 
 
 def percentile(values: Iterable[float], p: float) -> float | None:
