@@ -13,8 +13,8 @@ from kopf_scheduler.config.loader import default_config
 from kopf_scheduler.framework.handle import Handle
 from kopf_scheduler.informer.store import Store
 from kopf_scheduler.scheduler.tasks import BackgroundTasks
-from kopf_scheduler.sim.clock import VirtualClock
 from kopf_scheduler.sim.cluster import InMemoryCluster
+from kopf_scheduler.sim.virtual_clock import VirtualClock
 from tests.builders import make_pod
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from kopf_scheduler.cache.cache import DEFAULT_ASSUMED_POD_TTL, Cache
 from kopf_scheduler.cache.dra import DraCache
 from kopf_scheduler.cache.snapshot import Snapshot
-from kopf_scheduler.cache.storage import StorageCache
+from kopf_scheduler.cache.storage_cache import StorageCache
 from kopf_scheduler.config.profiles import build_profile_plugins
 from kopf_scheduler.config.types import SchedulerConfig
 from kopf_scheduler.framework.handle import Handle, PodGroupLister
@@ -38,7 +38,7 @@ from kopf_scheduler.queue.scheduling_queue import SchedulingQueue
 from kopf_scheduler.scheduler.algorithm import Algorithm
 from kopf_scheduler.scheduler.binding_cycle import DEFAULT_MAX_BINDING_CYCLES
 from kopf_scheduler.scheduler.explain import AttemptRecord
-from kopf_scheduler.scheduler.fast_path.victims import VictimSearch
+from kopf_scheduler.scheduler.fast_path.victim_search import VictimSearch
 from kopf_scheduler.scheduler.loop import Scheduler
 from kopf_scheduler.scheduler.tasks import BackgroundTasks
 

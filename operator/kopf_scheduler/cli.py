@@ -28,7 +28,7 @@ from kopf_scheduler.config.writer import config_yaml
 from kopf_scheduler.live_cluster import read_live_cluster
 from kopf_scheduler.logs import configure_logging
 from kopf_scheduler.sim import loop as sim_loop
-from kopf_scheduler.sim.examples import BUNDLED_EXAMPLES, bundled_example
+from kopf_scheduler.sim.bundled_scenarios import BUNDLED_EXAMPLES, bundled_example
 from kopf_scheduler.sim.report import build_report, render_json, render_table, render_yaml
 from kopf_scheduler.sim.runner import Simulation
 from kopf_scheduler.sim.scenario import ScenarioError, load_scenario

@@ -19,6 +19,7 @@ from kopf_scheduler.exit_codes import USAGE as EXIT_USAGE
 from kopf_scheduler.live_cluster import read_live_cluster
 from kopf_scheduler.logs import configure_logging
 from kopf_scheduler.sim import loop as sim_loop
+from kopf_scheduler.sim.bundled_scenarios import bundled_demo
 from kopf_scheduler.sim.compare import (
     compare,
     render_comparison_json,
@@ -26,7 +27,6 @@ from kopf_scheduler.sim.compare import (
     run_both,
 )
 from kopf_scheduler.sim.compare_html import render_comparison_html
-from kopf_scheduler.sim.examples import bundled_demo
 from kopf_scheduler.sim.scenario import ScenarioError, load_scenario
 
 EXIT_CHANGED = 3

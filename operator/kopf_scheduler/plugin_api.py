@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from kopf_scheduler.cache.node_info import HostPortUsage, ImageState, NodeInfo
 from kopf_scheduler.cache.snapshot import Snapshot
-from kopf_scheduler.cache.storage import AssumeCache, AssumeConflictError, StorageCache
+from kopf_scheduler.cache.storage_cache import AssumeCache, AssumeConflictError, StorageCache
 from kopf_scheduler.framework.args import InvalidArgsError, ensure_mapping, int_arg, reject_unknown
 from kopf_scheduler.framework.cycle_state import CycleState, StateKey, StateNotFoundError
 from kopf_scheduler.framework.events import (

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kopf_scheduler.cache.dra import DraCache
-from kopf_scheduler.cache.storage import AssumeConflictError
+from kopf_scheduler.cache.storage_cache import AssumeConflictError
 from kopf_scheduler.dra.allocator import DeviceID
 from kopf_scheduler.model.resource_claim import ResourceClaim
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kopf_scheduler.cache.storage import AssumeCache, AssumeConflictError, StorageCache
+from kopf_scheduler.cache.storage_cache import AssumeCache, AssumeConflictError, StorageCache
 from kopf_scheduler.model.storage import PersistentVolume
 from tests.storage_builders import make_volume
 

@@ -96,7 +96,7 @@ async def test_a_bad_record_is_one_line(
 async def test_every_record_the_scheduler_writes_is_shown(
     kmock: kmock.RawHandler, kubeconfig: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from kopf_scheduler.sim.examples import bundled_demo
+    from kopf_scheduler.sim.bundled_scenarios import bundled_demo
 
     simulation = Simulation(default_config())
     result = await simulation.run(load_scenario([bundled_demo()]))
@@ -140,7 +140,7 @@ async def test_a_gang_members_record_shows_its_group(
 ) -> None:
     root = Path(__file__).parents[2]
     config = check_config_file(root / "manifests/base/config.yaml").config
-    scenario = load_scenario([root / "operator/kopf_scheduler/examples/gangs.yaml"])
+    scenario = load_scenario([root / "operator/kopf_scheduler/scenarios/gangs.yaml"])
     result = await Simulation(config, explain=True).run(scenario)
     failed = next(a for a in result.attempts if a.result == "unschedulable")
     kmock[f"get {POD_PATH}"] << pod_with(encode_record(failed, 16384))

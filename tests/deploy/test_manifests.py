@@ -22,7 +22,7 @@ from tests.deploy.manifest_files import (
     BASE,
     CLUSTER_SCOPED_KINDS,
     CRDS,
-    EXAMPLES,
+    DEMOS,
     IMAGE,
     KIND_OVERLAY,
     KUBE_SYSTEM,
@@ -613,7 +613,7 @@ def test_kind_overlay_uses_the_locally_loaded_image() -> None:
     assert container["imagePullPolicy"] == "IfNotPresent"
 
 
-# --- examples -------------------------------------------------------------------------------
+# --- demos ----------------------------------------------------------------------------------
 
 
 def example_pods(objects: list[Obj]) -> list[tuple[Obj, Obj, int]]:
@@ -633,7 +633,7 @@ def millicpu(quantity: str | int) -> int:
 
 
 def test_priority_classes_of_the_demo() -> None:
-    classes = by_kind(load_documents(EXAMPLES / "priorityclasses.yaml"))
+    classes = by_kind(load_documents(DEMOS / "priorityclasses.yaml"))
     assert classes[("PriorityClass", "high")]["value"] == 1000
     assert classes[("PriorityClass", "low")]["value"] == 10
     polite = classes[("PriorityClass", "high-no-preempt")]
@@ -643,8 +643,8 @@ def test_priority_classes_of_the_demo() -> None:
 
 
 def test_preemption_demo_targets_kopf_scheduler_and_needs_preemption_on_4_cpu_nodes() -> None:
-    objects = load_documents(EXAMPLES / "preemption-demo.yaml")
-    classes = {c["metadata"]["name"] for c in load_documents(EXAMPLES / "priorityclasses.yaml")}
+    objects = load_documents(DEMOS / "preemption-demo.yaml")
+    classes = {c["metadata"]["name"] for c in load_documents(DEMOS / "priorityclasses.yaml")}
     step = "demo.kopf-scheduler.io/step"
     for obj in objects:
         assert obj["metadata"].get("namespace", "demo") == "demo"
@@ -678,7 +678,7 @@ def test_preemption_demo_targets_kopf_scheduler_and_needs_preemption_on_4_cpu_no
 
 
 def test_gang_demo_fits_either_gang_on_5_nodes_of_4_cpus_but_not_both() -> None:
-    objects = load_documents(EXAMPLES / "gang-demo.yaml")
+    objects = load_documents(DEMOS / "gang-demo.yaml")
     groups = {o["metadata"]["name"]: o for o in objects if o["kind"] == "PodGroup"}
     jobs = [o for o in objects if o["kind"] == "Job"]
     assert {o["metadata"].get("namespace") for o in objects if o["kind"] != "Namespace"} == {

@@ -9,7 +9,7 @@ from typing import Any
 
 import kmock
 
-from kopf_scheduler.sim.clock import VirtualClock
+from kopf_scheduler.sim.virtual_clock import VirtualClock
 
 START = 1_767_225_600.0
 """2026-01-01T00:00:00Z."""

@@ -11,9 +11,9 @@ import kmock
 import pytest
 
 from kopf_scheduler.k8s.client import Api
-from kopf_scheduler.k8s.clock import micro_time
 from kopf_scheduler.k8s.lease import LeaderElector
-from kopf_scheduler.sim.clock import VirtualClock
+from kopf_scheduler.k8s.real_clocks import micro_time
+from kopf_scheduler.sim.virtual_clock import VirtualClock
 from tests.k8s.support import START, LeaseServer, drive
 
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/my-scheduler"

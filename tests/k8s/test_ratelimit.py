@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from kopf_scheduler.k8s.ratelimit import TokenBucket, Unlimited, limiter_for
-from kopf_scheduler.sim.clock import VirtualClock
+from kopf_scheduler.sim.virtual_clock import VirtualClock
 from tests.clock import FakeClock
 from tests.k8s.support import START
 

@@ -29,8 +29,8 @@ from kopf_scheduler.plugins.dynamic_resources import (
     STILL_NOT_SCHEDULABLE,
     DynamicResources,
 )
-from kopf_scheduler.sim.clock import VirtualClock
 from kopf_scheduler.sim.cluster import InMemoryCluster
+from kopf_scheduler.sim.virtual_clock import VirtualClock
 from tests.builders import make_node, make_pod, node_info
 
 DRIVER = "gpu.example.com"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kopf_scheduler.cache.snapshot import Snapshot
-from kopf_scheduler.cache.storage import StorageCache
+from kopf_scheduler.cache.storage_cache import StorageCache
 from kopf_scheduler.framework.cycle_state import CycleState
 from kopf_scheduler.framework.handle import Handle
 from kopf_scheduler.framework.runtime import Framework, ProfilePlugins

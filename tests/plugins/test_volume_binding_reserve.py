@@ -4,7 +4,7 @@ TestRevertAssumedPodVolumes and TestFindAssumeVolumes."""
 
 from __future__ import annotations
 
-from kopf_scheduler.cache.storage import StorageCache
+from kopf_scheduler.cache.storage_cache import StorageCache
 from kopf_scheduler.framework.cycle_state import CycleState
 from kopf_scheduler.framework.handle import Handle
 from kopf_scheduler.framework.status import SUCCESS, Code, Status

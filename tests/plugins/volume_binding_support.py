@@ -18,7 +18,7 @@ from typing import Any
 
 from kopf_scheduler.cache.node_info import NodeInfo
 from kopf_scheduler.cache.snapshot import Snapshot
-from kopf_scheduler.cache.storage import StorageCache
+from kopf_scheduler.cache.storage_cache import StorageCache
 from kopf_scheduler.framework.cycle_state import CycleState
 from kopf_scheduler.framework.handle import Handle
 from kopf_scheduler.framework.status import Status

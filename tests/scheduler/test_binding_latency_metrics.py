@@ -10,8 +10,8 @@ from kopf_scheduler.assembly import ClusterView, Ports, build_scheduler
 from kopf_scheduler.config.loader import default_config
 from kopf_scheduler.informer.handlers import EventHandlers
 from kopf_scheduler.informer.store import Store
-from kopf_scheduler.sim.clock import VirtualClock
 from kopf_scheduler.sim.cluster import InMemoryCluster
+from kopf_scheduler.sim.virtual_clock import VirtualClock
 from tests.builders import make_node, make_pod
 from tests.queue.fakes import RecordingMetrics
 

@@ -53,7 +53,7 @@ from kopf_scheduler.scheduler.algorithm import Algorithm, SchedulingError
 from kopf_scheduler.scheduler.explain import AttemptRecord, NodeVerdict
 from kopf_scheduler.scheduler.fast_path import FastPath
 from kopf_scheduler.scheduler.fast_path.rng import BULK_AVAILABLE, _bulk_draws, randrange_many
-from kopf_scheduler.scheduler.fast_path.victims import VictimSearch
+from kopf_scheduler.scheduler.fast_path.victim_search import VictimSearch
 from tests.builders import PodBuilder, make_node, make_pdb, make_pod
 
 SCHEDULER = "kopf-scheduler"

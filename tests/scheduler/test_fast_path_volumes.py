@@ -35,7 +35,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kopf_scheduler.cache.storage import StorageCache
+from kopf_scheduler.cache.storage_cache import StorageCache
 from kopf_scheduler.config.types import PluginRef, PluginSet, Profile
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.storage import MIGRATED_PLUGINS_ANNOTATION, CSINode, VolumeAttachment
@@ -49,7 +49,7 @@ from kopf_scheduler.plugins import (
 from kopf_scheduler.plugins import volume_binding as volume_binding_plugin
 from kopf_scheduler.plugins.node_affinity import node_names_from_required
 from kopf_scheduler.scheduler.algorithm import Algorithm
-from kopf_scheduler.scheduler.fast_path.victims import VictimSearch
+from kopf_scheduler.scheduler.fast_path.victim_search import VictimSearch
 from tests.builders import PodBuilder, make_node, make_pod
 from tests.plugins.volume_binding_support import StorageObject, add
 from tests.scheduler.test_fast_path import (

@@ -21,8 +21,8 @@ from kopf_scheduler.framework.events import (
 from kopf_scheduler.informer.store import Store
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.scheduler.loop import Scheduler
-from kopf_scheduler.sim.clock import VirtualClock
 from kopf_scheduler.sim.cluster import InMemoryCluster
+from kopf_scheduler.sim.virtual_clock import VirtualClock
 from tests.builders import make_node, make_pod
 
 SCHED = "kopf-scheduler"

@@ -18,8 +18,8 @@ from kopf_scheduler.service.operator_assembly import build_operator
 from kopf_scheduler.service.process import Operator
 from kopf_scheduler.service.run_options import RunOptions
 from tests.builders import make_pod
-from tests.gangs.support import raw_pod_group
 from tests.plugins.coscheduling.support import coscheduling_config
+from tests.pod_group_controller.support import raw_pod_group
 
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 

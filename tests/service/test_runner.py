@@ -13,10 +13,10 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 
 from kopf_scheduler.config.loader import default_config
 from kopf_scheduler.k8s.client import Api
-from kopf_scheduler.k8s.clock import WallClock
 from kopf_scheduler.k8s.metrics import PrometheusMetrics
 from kopf_scheduler.k8s.ratelimit import TokenBucket, limiter_for
-from kopf_scheduler.k8s.storage import ApiStorageWriter
+from kopf_scheduler.k8s.real_clocks import WallClock
+from kopf_scheduler.k8s.storage_writer import ApiStorageWriter
 from kopf_scheduler.service.operator_assembly import build_operator
 from kopf_scheduler.service.run_options import RunOptions
 from tests.storage_builders import make_class

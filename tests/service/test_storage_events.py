@@ -15,7 +15,7 @@ from typing import Any, cast
 
 import pytest
 
-from kopf_scheduler.cache.storage import StorageCache
+from kopf_scheduler.cache.storage_cache import StorageCache
 from kopf_scheduler.framework.events import (
     ActionType,
     ClusterEvent,

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from kopf_scheduler.cli import main
-from kopf_scheduler.sim.examples import bundled_demo
+from kopf_scheduler.sim.bundled_scenarios import bundled_demo
 from tests.sim.support import node, placements, pod, report, report_json, simulate, write_yaml
 
 REPOSITORY = Path(__file__).resolve().parents[2]

@@ -22,7 +22,7 @@ from kopf_scheduler.sim.scenario import load_scenario
 from tests.sim.support import placements, report
 from tests.sim.volume_support import write_yaml
 
-EXAMPLE = Path(__file__).parents[2] / "operator/kopf_scheduler/examples/devices.yaml"
+EXAMPLE = Path(__file__).parents[2] / "operator/kopf_scheduler/scenarios/devices.yaml"
 DRIVER = "gpu.example.com"
 
 

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from kopf_scheduler.informer.handlers import MODIFIED
 from kopf_scheduler.model.pdb import PodDisruptionBudget
 from kopf_scheduler.model.pod import Pod
-from kopf_scheduler.sim.clock import VirtualClock
 from kopf_scheduler.sim.cluster import InMemoryCluster
+from kopf_scheduler.sim.virtual_clock import VirtualClock
 from tests.builders import make_node, make_pod
 
 APPS = ("a", "b", "c")

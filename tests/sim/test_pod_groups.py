@@ -17,15 +17,15 @@ from kopf_scheduler.config.types import SchedulerConfig
 from kopf_scheduler.informer.handlers import ADDED, DELETED, MODIFIED
 from kopf_scheduler.model.pod_group import POD_GROUP_LABEL
 from kopf_scheduler.sim import loop as sim_loop
-from kopf_scheduler.sim.clock import VirtualClock
 from kopf_scheduler.sim.cluster import InMemoryCluster
 from kopf_scheduler.sim.report import build_report, render_table
 from kopf_scheduler.sim.runner import Simulation, SimulationResult
 from kopf_scheduler.sim.scenario import ScenarioError, load_scenario
+from kopf_scheduler.sim.virtual_clock import VirtualClock
 from tests.sim.support import node, pod, write_yaml
 
 ROOT = Path(__file__).parents[2]
-EXAMPLE = ROOT / "operator/kopf_scheduler/examples/gangs.yaml"
+EXAMPLE = ROOT / "operator/kopf_scheduler/scenarios/gangs.yaml"
 SHIPPED_CONFIG = ROOT / "manifests/base/config.yaml"
 
 Raw = dict[str, Any]

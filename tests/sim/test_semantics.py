@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from kopf_scheduler.model.timeutil import format_timestamp
-from kopf_scheduler.sim.clock import SIMULATION_EPOCH
+from kopf_scheduler.sim.virtual_clock import SIMULATION_EPOCH
 from tests.sim.support import (
     node,
     pdb,

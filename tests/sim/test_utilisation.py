@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from kopf_scheduler.cli import main
-from kopf_scheduler.sim.examples import bundled_example
+from kopf_scheduler.sim.bundled_scenarios import bundled_example
 from kopf_scheduler.sim.simulate_html import render_simulation_html
 from kopf_scheduler.sim.utilisation import node_utilisation
 from tests.sim.support import node, pod, report, simulate, simulate_docs

@@ -21,8 +21,8 @@ from kopf_scheduler.model.storage import (
     SELECTED_NODE_ANNOTATION,
 )
 from kopf_scheduler.ports import ConflictError, NotFoundError
-from kopf_scheduler.sim.clock import VirtualClock
 from kopf_scheduler.sim.cluster import InMemoryCluster
+from kopf_scheduler.sim.virtual_clock import VirtualClock
 from tests.sim.support import node
 from tests.sim.volume_support import annotations_of, claim, storage_class, volume
 

@@ -543,7 +543,7 @@ def test_a_higher_priority_pod_evicts_the_rwop_holder_and_takes_its_node(tmp_pat
 
 
 def test_the_bundled_example_runs_with_volume_reasons(capsys: pytest.CaptureFixture[str]) -> None:
-    example = Path(__file__).parents[2] / "operator/kopf_scheduler/examples/volumes.yaml"
+    example = Path(__file__).parents[2] / "operator/kopf_scheduler/scenarios/volumes.yaml"
     assert main(["simulate", str(example), "--explain", "-o", "json"]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert placements(rep) == {

@@ -3,10 +3,10 @@ ResourceSlices, ResourceClaims, and the allocations the scheduler has made but n
 
 This is upstream's DRA manager with its claim tracker:
 
-- Claims sit in an :class:`~kopf_scheduler.cache.storage.AssumeCache`. After the scheduler wrote
-  a claim's allocation (PreBind), it assumes the written object, so the next pod sees the devices
-  as taken even before the watch delivers the claim; a watch event not newer than the assumption
-  is ignored, a newer one replaces it.
+- Claims sit in an :class:`~kopf_scheduler.cache.storage_cache.AssumeCache`. After the
+  scheduler wrote a claim's allocation (PreBind), it assumes the written object, so the next pod
+  sees the devices as taken even before the watch delivers the claim; a watch event not newer
+  than the assumption is ignored, a newer one replaces it.
 - In-flight allocations: between Reserve and the end of PreBind, the allocation exists only
   here (by claim UID). Their devices count as allocated, and a pod sharing such a claim waits
   ("is in the process of being allocated").
@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kopf_scheduler.cache.storage import AssumeCache
+from kopf_scheduler.cache.storage_cache import AssumeCache
 from kopf_scheduler.dra.allocator import DeviceID, allocated_devices
 from kopf_scheduler.model.resource_claim import ResourceClaim
 
@@ -76,8 +76,8 @@ class DraCache:
     def assume_claim(self, claim: ResourceClaim) -> None:
         """The scheduler wrote ``claim``: see it so until the watch catches up.
 
-        Raises :class:`~kopf_scheduler.cache.storage.AssumeConflictError` when a newer version is
-        already known, and ``KeyError`` for a claim the watch never delivered.
+        Raises :class:`~kopf_scheduler.cache.storage_cache.AssumeConflictError` when a newer
+        version is already known, and ``KeyError`` for a claim the watch never delivered.
         """
         old = self._claims.get(claim.key)
         self._claims.assume(claim)

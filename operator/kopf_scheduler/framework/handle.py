@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kopf_scheduler.cache.dra import DraCache
 from kopf_scheduler.cache.snapshot import Snapshot
-from kopf_scheduler.cache.storage import StorageCache
+from kopf_scheduler.cache.storage_cache import StorageCache
 from kopf_scheduler.framework.pod_nominator import NoNominations, PodNominator
 from kopf_scheduler.model.pdb import PodDisruptionBudget
 from kopf_scheduler.model.pod_group import PodGroup

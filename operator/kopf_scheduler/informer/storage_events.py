@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from kopf_scheduler.cache.storage import AssumeCache, StorageCache
+from kopf_scheduler.cache.storage_cache import AssumeCache, StorageCache
 from kopf_scheduler.framework.events import ActionType, EventResource, object_event
 from kopf_scheduler.informer.raw_metadata import object_key, resource_version
 from kopf_scheduler.model.errors import InvalidObjectError

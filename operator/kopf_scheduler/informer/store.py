@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kopf_scheduler.cache.dra import DraCache
-from kopf_scheduler.cache.storage import StorageCache
+from kopf_scheduler.cache.storage_cache import StorageCache
 from kopf_scheduler.informer.pod_groups import PodGroupStore
 from kopf_scheduler.model.pdb import PodDisruptionBudget
 from kopf_scheduler.model.pod import Pod

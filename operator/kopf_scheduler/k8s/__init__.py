@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING
 
 from kopf_scheduler.k8s.binder import ApiBinder
 from kopf_scheduler.k8s.client import Api, ListResult, load_configuration, make_api
-from kopf_scheduler.k8s.clock import MonotonicClock, WallClock
 from kopf_scheduler.k8s.deleter import ApiPodDeleter
 from kopf_scheduler.k8s.errors import ClientConfigError, TransportError
-from kopf_scheduler.k8s.events import ApiEventRecorder
+from kopf_scheduler.k8s.event_recorder import ApiEventRecorder
 from kopf_scheduler.k8s.lease import LeaderElectionRecord, LeaderElector
 from kopf_scheduler.k8s.metrics import PrometheusMetrics
+from kopf_scheduler.k8s.pod_status_writer import ApiPodStatusWriter
 from kopf_scheduler.k8s.ratelimit import RateLimiter, TokenBucket, Unlimited, limiter_for
+from kopf_scheduler.k8s.real_clocks import MonotonicClock, WallClock
 from kopf_scheduler.k8s.retry import DEFAULT_RETRY, NO_RETRY, RetryPolicy
-from kopf_scheduler.k8s.status import ApiPodStatusWriter
 
 __all__ = [
     "DEFAULT_RETRY",

@@ -46,7 +46,6 @@ from kubernetes_asyncio.config import incluster_config
 
 from kopf_scheduler import __version__
 from kopf_scheduler import metric_names as m
-from kopf_scheduler.k8s.clock import MonotonicClock
 from kopf_scheduler.k8s.credentials import (
     Credentials,
     FileToken,
@@ -62,6 +61,7 @@ from kopf_scheduler.k8s.errors import (
 )
 from kopf_scheduler.k8s.outage import OutageReport
 from kopf_scheduler.k8s.ratelimit import DEFAULT_BURST, DEFAULT_QPS, RateLimiter, limiter_for
+from kopf_scheduler.k8s.real_clocks import MonotonicClock
 from kopf_scheduler.k8s.retry import (
     DEFAULT_RETRY,
     RetryPolicy,

@@ -27,7 +27,7 @@ from typing import Any
 import structlog
 from kubernetes_asyncio.client.rest import RESTClientObject
 
-from kopf_scheduler.k8s.clock import MonotonicClock
+from kopf_scheduler.k8s.real_clocks import MonotonicClock
 from kopf_scheduler.ports import Clock
 
 logger = structlog.get_logger("kopf_scheduler.k8s.credentials")

@@ -32,8 +32,8 @@ from typing import Any
 import structlog
 
 from kopf_scheduler.k8s.client import Api
-from kopf_scheduler.k8s.clock import WallClock, micro_time
 from kopf_scheduler.k8s.errors import TransportError
+from kopf_scheduler.k8s.real_clocks import WallClock, micro_time
 from kopf_scheduler.k8s.retry import NO_RETRY
 from kopf_scheduler.ports import ApiError, Clock, ConflictError, NotFoundError
 

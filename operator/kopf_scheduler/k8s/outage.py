@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import structlog
 
-from kopf_scheduler.k8s.clock import MonotonicClock
+from kopf_scheduler.k8s.real_clocks import MonotonicClock
 from kopf_scheduler.ports import Clock
 
 logger = structlog.get_logger("kopf_scheduler.k8s.outage")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from typing import Protocol
 
-from kopf_scheduler.k8s.clock import MonotonicClock
+from kopf_scheduler.k8s.real_clocks import MonotonicClock
 from kopf_scheduler.ports import Clock
 
 DEFAULT_QPS = 50.0

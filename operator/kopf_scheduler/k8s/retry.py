@@ -22,8 +22,8 @@ from typing import Protocol, TypeVar
 
 import structlog
 
-from kopf_scheduler.k8s.clock import MonotonicClock
 from kopf_scheduler.k8s.errors import TransportError
+from kopf_scheduler.k8s.real_clocks import MonotonicClock
 from kopf_scheduler.ports import Clock
 
 logger = structlog.get_logger("kopf_scheduler.k8s.retry")

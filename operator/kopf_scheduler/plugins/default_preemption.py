@@ -18,7 +18,7 @@ works) or ``Strict`` (never preempt in violation of a PodDisruptionBudget; the F
 message then says so).
 
 A pod whose PreFilter marked it as a member of a gang that preempts as a whole
-(:data:`~kopf_scheduler.preemption.gang.GANG_PREEMPTION`) is left to its gang's PostFilter.
+(:data:`~kopf_scheduler.preemption.gang_planner.GANG_PREEMPTION`) is left to its gang's PostFilter.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from kopf_scheduler.preemption.evaluator import (
     Evaluator,
     PreemptionSettings,
 )
-from kopf_scheduler.preemption.gang import GANG_PREEMPTION
+from kopf_scheduler.preemption.gang_planner import GANG_PREEMPTION
 
 NAME = "DefaultPreemption"
 MESSAGE_PREFIX = "preemption: "

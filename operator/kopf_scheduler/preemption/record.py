@@ -43,7 +43,7 @@ starts at the random offset drawn from the handle's seeded RNG (upstream: Go map
 
 CRITERION_GANG_PLAN = "GangPreemption"
 """Not a selection criterion: the victims are those of a plan for a whole PodGroup
-(:mod:`kopf_scheduler.preemption.gang`), made by Coscheduling's PostFilter."""
+(:mod:`kopf_scheduler.preemption.gang_planner`), made by Coscheduling's PostFilter."""
 
 CRITERION_PDB_POLICY_STRICT = "PDBPolicyStrict"
 """Not a selection criterion: the candidate was dropped before selection because it would

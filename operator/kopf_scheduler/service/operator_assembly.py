@@ -19,25 +19,25 @@ from typing import Any
 
 from kopf_scheduler.assembly import ClusterView, Ports, build_scheduler
 from kopf_scheduler.config.types import SchedulerConfig
-from kopf_scheduler.gangs.status_keeper import PodGroupStatusKeeper
 from kopf_scheduler.informer.handlers import EventHandler, EventHandlers
 from kopf_scheduler.informer.store import Store
 from kopf_scheduler.informer.watched_kinds import Watcher, watched_by
 from kopf_scheduler.informer.workloads import WorkloadIndex
 from kopf_scheduler.k8s.binder import ApiBinder
 from kopf_scheduler.k8s.client import Api
-from kopf_scheduler.k8s.clock import WallClock
 from kopf_scheduler.k8s.delegated_auth import DelegatedAuth
 from kopf_scheduler.k8s.deleter import ApiPodDeleter
-from kopf_scheduler.k8s.events import ApiEventRecorder
+from kopf_scheduler.k8s.event_recorder import ApiEventRecorder
 from kopf_scheduler.k8s.lease import LeaderElector
 from kopf_scheduler.k8s.metrics import PrometheusMetrics
-from kopf_scheduler.k8s.pod_group_status import ApiPodGroupStatusWriter
+from kopf_scheduler.k8s.pod_group_status_writer import ApiPodGroupStatusWriter
+from kopf_scheduler.k8s.pod_status_writer import ApiPodStatusWriter
 from kopf_scheduler.k8s.ratelimit import limiter_for
+from kopf_scheduler.k8s.real_clocks import WallClock
 from kopf_scheduler.k8s.reflector import Reflector
 from kopf_scheduler.k8s.resource_claims import ApiResourceClaimWriter
-from kopf_scheduler.k8s.status import ApiPodStatusWriter
-from kopf_scheduler.k8s.storage import ApiStorageWriter
+from kopf_scheduler.k8s.storage_writer import ApiStorageWriter
+from kopf_scheduler.pod_group_controller.status_keeper import PodGroupStatusKeeper
 from kopf_scheduler.ports import Clock
 from kopf_scheduler.scheduler.loop import Scheduler
 from kopf_scheduler.scheduler.tasks import BackgroundTasks

@@ -23,16 +23,16 @@ from typing import Any
 import kopf
 import structlog
 
-from kopf_scheduler.gangs.status_keeper import PodGroupStatusKeeper
 from kopf_scheduler.gc_tuning import freeze_current_objects
 from kopf_scheduler.informer.handlers import EventHandler
 from kopf_scheduler.informer.watched_kinds import WatchedKind
 from kopf_scheduler.k8s.client import Api
-from kopf_scheduler.k8s.events import ApiEventRecorder
+from kopf_scheduler.k8s.event_recorder import ApiEventRecorder
 from kopf_scheduler.k8s.lease import LeaderElector
 from kopf_scheduler.k8s.reflector import Reflector
 from kopf_scheduler.kopf_watches.session import session_for
 from kopf_scheduler.kopf_watches.watching import apply_settings, register
+from kopf_scheduler.pod_group_controller.status_keeper import PodGroupStatusKeeper
 from kopf_scheduler.ports import ApiError
 from kopf_scheduler.scheduler.loop import Scheduler
 from kopf_scheduler.service.health import HealthServer

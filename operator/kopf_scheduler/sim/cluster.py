@@ -39,9 +39,9 @@ from kopf_scheduler.model.timeutil import format_timestamp
 from kopf_scheduler.ports import ConflictError, Event, NotFoundError, PodRef, PodStatusPatch
 from kopf_scheduler.sim.admission import admit_priority, default_claim_class, default_pod
 from kopf_scheduler.sim.claim_controller import ResourceClaimController
-from kopf_scheduler.sim.clock import VirtualClock
 from kopf_scheduler.sim.ordered_pods import OrderedPodCreation
 from kopf_scheduler.sim.scenario import DRA_KINDS, NAMESPACED_KINDS, STORAGE_KINDS
+from kopf_scheduler.sim.virtual_clock import VirtualClock
 from kopf_scheduler.sim.volume_controllers import CLAIM, STORAGE_CLASS, VOLUME, VolumeControllers
 
 Raw = dict[str, Any]

@@ -11,13 +11,13 @@ otherwise have to look into the loop's private queues.
 
 Why a loop of our own rather than looptime (MIT, by kopf's author, maintained): looptime makes
 ``loop.time()`` virtual and, after a number of idle cycles, jumps it to the next loop timer. The
-simulator's time is the :class:`~kopf_scheduler.sim.clock.VirtualClock` the scheduler's ports are
-built on (its sleepers are futures, not loop timers), and the driver chooses where time goes next
-itself (a backoff expiring on the next whole second, the 30 s flush tick, a deletion) and lets the
-PV controller act between two moves. looptime has no "the loop is idle" hook, only its own jump,
-and rounds time to a fixed resolution: taking it would mean rebuilding the clock and the driver
-around its jumps and accepting different timestamps. It also reaches the same internals itself
-(it swaps the class of a running loop and replaces its selector's ``select``), so the private
+simulator's time is the :class:`~kopf_scheduler.sim.virtual_clock.VirtualClock` the scheduler's
+ports are built on (its sleepers are futures, not loop timers), and the driver chooses where time
+goes next itself (a backoff expiring on the next whole second, the 30 s flush tick, a deletion) and
+lets the PV controller act between two moves. looptime has no "the loop is idle" hook, only its own
+jump, and rounds time to a fixed resolution: taking it would mean rebuilding the clock and the
+driver around its jumps and accepting different timestamps. It also reaches the same internals
+itself (it swaps the class of a running loop and replaces its selector's ``select``), so the private
 access would only move out of sight. This loop changes nothing but the selector it is built with,
 so every simulation decides and reports exactly as before. Its ``time()`` stays real: HTTP
 clients and servers sharing the process keep working timeouts.

@@ -32,11 +32,11 @@ from kopf_scheduler.queue.scheduling_queue import ACTIVE, BACKOFF, SchedulingQue
 from kopf_scheduler.scheduler.binding_cycle import DEFAULT_MAX_BINDING_CYCLES
 from kopf_scheduler.scheduler.explain import AttemptRecord
 from kopf_scheduler.scheduler.loop import Scheduler
-from kopf_scheduler.sim.clock import VirtualClock
 from kopf_scheduler.sim.cluster import InMemoryCluster
 from kopf_scheduler.sim.loop import running_simulation_loop
 from kopf_scheduler.sim.scenario import DRA_KINDS, STORAGE_KINDS, Scenario
 from kopf_scheduler.sim.utilisation import Utilisation, node_utilisation
+from kopf_scheduler.sim.virtual_clock import VirtualClock
 
 UNSCHEDULABLE_FLUSH_PERIOD = 30.0
 STORAGE_CREATION_ORDER = {kind: rank for rank, kind in enumerate(STORAGE_KINDS)}

@@ -19,7 +19,7 @@ from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.pod_group import PodGroup
 from kopf_scheduler.plugins.coscheduling import CoschedulingArgs
 from kopf_scheduler.plugins.coscheduling.gang_preemption import GangPreemption
-from kopf_scheduler.preemption.gang import PLANNING
+from kopf_scheduler.preemption.gang_planner import PLANNING
 from tests.builders import make_node, make_pod, node_info
 from tests.plugins.coscheduling.support import Gang, member, pod_group_obj
 

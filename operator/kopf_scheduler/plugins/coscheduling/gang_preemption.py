@@ -1,7 +1,7 @@
 """Gang preemption carried out: the GangPreemptor Coscheduling uses by default.
 
 Why
-    The planner (:mod:`kopf_scheduler.preemption.gang`) decides over the snapshot where a
+    The planner (:mod:`kopf_scheduler.preemption.gang_planner`) decides over the snapshot where a
     group's missing members go and whom to evict for them. The rest is what DefaultPreemption
     does around its own search, done once for the group: check that the group may preempt now,
     gather what the planner needs, and carry a plan out through the executor per-pod preemption
@@ -57,7 +57,7 @@ from kopf_scheduler.preemption.executor import (
     SuspendedError,
     run_to_completion,
 )
-from kopf_scheduler.preemption.gang import (
+from kopf_scheduler.preemption.gang_planner import (
     GangPlan,
     GangRequest,
     GroupInfo,

@@ -64,7 +64,7 @@ from kopf_scheduler.plugins.coscheduling.groups import GroupManager, group_of, i
 from kopf_scheduler.plugins.coscheduling.preemptor import GangPreemptor
 from kopf_scheduler.plugins.coscheduling.resource_gap import describe_gap, resource_gap
 from kopf_scheduler.plugins.coscheduling.state import group_state
-from kopf_scheduler.preemption.gang import GANG_PREEMPTION, PLANNING
+from kopf_scheduler.preemption.gang_planner import GANG_PREEMPTION, PLANNING
 
 NAME = "Coscheduling"
 

@@ -8,7 +8,7 @@ import kmock
 import pytest
 
 from kopf_scheduler.k8s.client import Api
-from kopf_scheduler.k8s.status import ApiPodStatusWriter
+from kopf_scheduler.k8s.pod_status_writer import ApiPodStatusWriter
 from kopf_scheduler.ports import NotFoundError, ObjectRef, PodStatusPatch
 from tests.builders import make_pod
 from tests.k8s.support import reply

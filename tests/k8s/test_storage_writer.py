@@ -9,7 +9,7 @@ import kmock
 import pytest
 
 from kopf_scheduler.k8s.client import Api
-from kopf_scheduler.k8s.storage import ApiStorageWriter
+from kopf_scheduler.k8s.storage_writer import ApiStorageWriter
 from kopf_scheduler.ports import ApiError, ConflictError, NotFoundError
 from tests.k8s.support import ok, reply
 

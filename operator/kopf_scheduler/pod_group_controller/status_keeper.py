@@ -3,9 +3,9 @@
 Pod events come in bursts: a gang of eight is bound, then started, within seconds, and 500 gangs
 bring thousands of pod events a second. Writing on each would cost as many requests. Instead an
 event only marks its group changed, and every ``interval`` seconds the marked groups are settled
-(:func:`~kopf_scheduler.gangs.lifecycle.settle`) and only those whose status differs are patched,
-at most ``concurrency`` requests at once. A group thus costs at most one write per interval
-whatever its pods do, and none while its status stays the same.
+(:func:`~kopf_scheduler.pod_group_controller.lifecycle.settle`) and only those whose status differs
+are patched, at most ``concurrency`` requests at once. A group thus costs at most one write per
+interval whatever its pods do, and none while its status stays the same.
 
 Only the replica holding the Lease writes; the others keep counting, so that one taking over
 has the counts at hand, and checks every known group once when it does. A write that fails is
@@ -20,8 +20,10 @@ from typing import Any, Protocol
 
 import structlog
 
-from kopf_scheduler.gangs.census import DELETED, GroupCounts, PodGroupCensus
-from kopf_scheduler.gangs.lifecycle import (
+from kopf_scheduler.model.errors import InvalidObjectError
+from kopf_scheduler.model.pod_group import PodGroup
+from kopf_scheduler.pod_group_controller.census import DELETED, GroupCounts, PodGroupCensus
+from kopf_scheduler.pod_group_controller.lifecycle import (
     FAILED,
     FINISHED,
     PENDING,
@@ -33,11 +35,10 @@ from kopf_scheduler.gangs.lifecycle import (
     settle,
     status_patch,
 )
-from kopf_scheduler.model.errors import InvalidObjectError
-from kopf_scheduler.model.pod_group import PodGroup
 from kopf_scheduler.ports import ApiError, Clock, Event, EventRecorder, NotFoundError, ObjectRef
 
 logger = structlog.get_logger("kopf_scheduler.gangs")
+"""A stable name, part of every line it logs (log queries select on it), not the module path."""
 
 API_VERSION = "scheduling.x-k8s.io/v1alpha1"
 KIND = "PodGroup"

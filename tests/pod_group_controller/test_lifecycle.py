@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from kopf_scheduler.gangs.census import GroupCounts
-from kopf_scheduler.gangs.lifecycle import (
+from kopf_scheduler.model.pod_group import PodGroup
+from kopf_scheduler.pod_group_controller.census import GroupCounts
+from kopf_scheduler.pod_group_controller.lifecycle import (
     FAILED,
     FINISHED,
     PENDING,
@@ -24,8 +25,7 @@ from kopf_scheduler.gangs.lifecycle import (
     status_patch,
     step,
 )
-from kopf_scheduler.model.pod_group import PodGroup
-from tests.gangs.support import raw_pod_group
+from tests.pod_group_controller.support import raw_pod_group
 
 
 def counts(pods: int, running: int = 0, succeeded: int = 0, failed: int = 0) -> GroupCounts:

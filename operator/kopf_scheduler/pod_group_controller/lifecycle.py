@@ -33,8 +33,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kopf_scheduler.gangs.census import GroupCounts
 from kopf_scheduler.model.pod_group import PodGroup
+from kopf_scheduler.pod_group_controller.census import GroupCounts
 
 PENDING = "Pending"
 SCHEDULING = "Scheduling"

@@ -6,10 +6,10 @@ import kmock
 import pytest
 
 from kopf_scheduler.k8s.client import Api
-from kopf_scheduler.k8s.events import ApiEventRecorder
-from kopf_scheduler.k8s.pod_group_status import ApiPodGroupStatusWriter
+from kopf_scheduler.k8s.event_recorder import ApiEventRecorder
+from kopf_scheduler.k8s.pod_group_status_writer import ApiPodGroupStatusWriter
 from kopf_scheduler.ports import Event, NotFoundError, ObjectRef
-from kopf_scheduler.sim.clock import VirtualClock
+from kopf_scheduler.sim.virtual_clock import VirtualClock
 from tests.k8s.support import ok, reply
 
 PATH = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/team/podgroups/gang/status"

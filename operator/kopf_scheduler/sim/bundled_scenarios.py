@@ -1,4 +1,4 @@
-"""The scenarios shipped inside the package (``kopf_scheduler/examples/<name>.yaml``).
+"""The scenarios shipped inside the package (``kopf_scheduler/scenarios/<name>.yaml``).
 
 ``simulate`` runs the preemption demo when it is given no scenario, so that the first command a
 new user types shows a decision without a cluster; ``simulate --example NAME`` and
@@ -16,7 +16,7 @@ BUNDLED_EXAMPLES = ("preemption-demo", "gangs", "volumes", "workloads")
 
 def bundled_example(name: str) -> Path:
     """The path of a bundled example scenario."""
-    return Path(str(resources.files("kopf_scheduler") / "examples" / f"{name}.yaml"))
+    return Path(str(resources.files("kopf_scheduler") / "scenarios" / f"{name}.yaml"))
 
 
 def bundled_demo() -> Path:

@@ -12,10 +12,10 @@ import kmock
 import pytest
 
 from kopf_scheduler.k8s.client import Api
-from kopf_scheduler.k8s.events import ApiEventRecorder, truncate_note
+from kopf_scheduler.k8s.event_recorder import ApiEventRecorder, truncate_note
 from kopf_scheduler.k8s.metrics import PrometheusMetrics
 from kopf_scheduler.ports import Event, ObjectRef
-from kopf_scheduler.sim.clock import VirtualClock
+from kopf_scheduler.sim.virtual_clock import VirtualClock
 from tests.builders import make_pod
 from tests.k8s.support import START, drive, ok, reply, status
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kopf_scheduler.gangs.census import GroupCounts, PodGroupCensus
-from tests.gangs.support import raw_pod
+from kopf_scheduler.pod_group_controller.census import GroupCounts, PodGroupCensus
+from tests.pod_group_controller.support import raw_pod
 
 
 def census_and_changes() -> tuple[PodGroupCensus, list[str]]:

@@ -18,7 +18,8 @@ def pod_group_status_path(namespace: str, name: str) -> str:
 
 
 class ApiPodGroupStatusWriter:
-    """:class:`kopf_scheduler.gangs.status_keeper.PodGroupStatusWriter` over the API server."""
+    """:class:`kopf_scheduler.pod_group_controller.status_keeper.PodGroupStatusWriter` over the
+    API server."""
 
     def __init__(self, api: Api) -> None:
         self._api = api

@@ -1,4 +1,4 @@
-"""The PodGroup lifecycle of gang scheduling: member counts, the status phase, and its writes.
+"""The PodGroup controller of gang scheduling: member counts, the status phase, and its writes.
 
 The Coscheduling plugin decides whether a group's pods may be bound; this package keeps each
 PodGroup's ``status`` current, as scheduler-plugins' PodGroup controller does beside its

@@ -42,12 +42,13 @@ import structlog
 
 from kopf_scheduler import metric_names as m
 from kopf_scheduler.k8s.client import JSON, MERGE_PATCH, Api
-from kopf_scheduler.k8s.clock import WallClock, micro_time
 from kopf_scheduler.k8s.errors import NO_RESPONSE
+from kopf_scheduler.k8s.real_clocks import WallClock, micro_time
 from kopf_scheduler.k8s.retry import is_retryable_status
 from kopf_scheduler.ports import ApiError, Clock, Event, Metrics, NotFoundError, ObjectRef, PodRef
 
 logger = structlog.get_logger("kopf_scheduler.k8s.events")
+"""A stable name, part of every line it logs (log queries select on it), not the module path."""
 
 DEFAULT_QUEUE_SIZE = 1000
 DEFAULT_SENDERS = 64

@@ -15,7 +15,7 @@ from kopf_scheduler.framework.runtime import Framework
 from kopf_scheduler.model.pdb import PodDisruptionBudget
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.preemption.evaluator import PDB_POLICY_STRICT, PreemptionSettings
-from kopf_scheduler.preemption.gang import (
+from kopf_scheduler.preemption.gang_planner import (
     GangPlan,
     GangRequest,
     GroupInfo,

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from kopf_scheduler.gangs.status_keeper import PodGroupStatusKeeper
+from kopf_scheduler.pod_group_controller.status_keeper import PodGroupStatusKeeper
 from kopf_scheduler.ports import ApiError, ObjectRef
 from tests.clock import FakeClock
-from tests.gangs.support import FakeEvents, FakeWriter, raw_pod, raw_pod_group
+from tests.pod_group_controller.support import FakeEvents, FakeWriter, raw_pod, raw_pod_group
 
 
 class Leadership:
