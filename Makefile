@@ -90,6 +90,27 @@ soak: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m bench quick
 
+## scheduler_perf's own workloads (v1.34.10's performance-config.yaml files, unmodified) with
+## both schedulers on the local control plane; BENCH_UPSTREAM_ARGS chooses them (`--list` shows
+## all, with what keeps a workload from running).
+BENCH_UPSTREAM_ARGS ?= --label integration-test --out /tmp/kopf-bench-upstream.json
+.PHONY: bench-upstream
+bench-upstream: $(STAMP)
+	$(PY) -m bench upstream $(BENCH_UPSTREAM_ARGS)
+
+## For CI: a slice of scheduler_perf's integration-test workloads that together use every op the
+## runner carries out, both schedulers, on a control plane of its own (LOCALCLUSTER_DIR); fails
+## when a pod of either scheduler is left unscheduled or an op fails (about 4 minutes).
+BENCH_UPSTREAM_CI_WORKLOADS ?= SchedulingBasic/5Nodes SchedulingWhileGated/1Node_10GatedPods \
+	PreemptionAsync/5Nodes SchedulingWithMixedChurn/10Nodes \
+	SchedulingRequiredPodAntiAffinityWithNSSelector/10Nodes \
+	SchedulingDeletedPodsWithFinalizers/10Node_100DeletingPods SchedulingCSIPVs/5Nodes \
+	SchedulingWithResourceClaimTemplate/fast EventHandlingPodUpdate/1Node_10Pods
+.PHONY: bench-upstream-ci
+bench-upstream-ci: $(STAMP)
+	$(PY) -m bench upstream $(addprefix --workload ,$(BENCH_UPSTREAM_CI_WORKLOADS)) \
+		--out /tmp/kopf-bench-upstream-ci.json
+
 ## All six scenarios in-process and end to end (long; see docs/benchmarks.md for the scaling).
 bench-full: $(STAMP)
 	$(PY) -m bench full

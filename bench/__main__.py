@@ -10,6 +10,7 @@
     python -m bench capacity --revisions 277bd04,HEAD   # the same, commits in turn
     python -m bench contention S2 --processes 1 --rounds 3   # quiet and beside a busy process
     python -m bench chart            # docs/images/bench-ratios.svg from bench/results/
+    python -m bench upstream --list  # scheduler_perf's own workloads (bench/upstream/cli.py)
 
 Each in-process scenario runs in its own subprocess, so its peak RSS is its own. The
 end-to-end runs share one local cluster in ``LOCALCLUSTER_DIR`` (default ``/tmp/lc-bench``),
@@ -420,7 +421,16 @@ def main(argv: list[str] | None = None) -> int:
     contention.add_argument("--qps", default="5000/5000", help="qps/burst (default 5000/5000)")
     contention.add_argument("--keep-cluster", action="store_true")
     contention.add_argument("--out", type=Path, help="also write the raw results to this file")
+    upstream = sub.add_parser(
+        "upstream", help="scheduler_perf's own performance-config.yaml workloads, both schedulers"
+    )
+    from bench.upstream import cli as upstream_cli
+
+    upstream_cli.add_arguments(upstream)
     args = parser.parse_args(argv)
+
+    if args.command == "upstream":
+        return upstream_cli.main(args)
 
     if args.command == "chart":
         return 0 if _draw_chart(args.results, args.out) else 2
