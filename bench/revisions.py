@@ -8,11 +8,12 @@ the same cluster and the same scenario: what is left between them is the noise b
 which the table shows by listing every round.
 
 Each revision is exported with ``git archive`` into a cache directory keyed by its commit
-(``operator/`` for end-to-end runs; with ``bench/``, ``e2e/`` and ``tests/`` for in-process runs,
-which use that revision's own harness). It runs with this checkout's virtual environment, the
-exported package first on ``PYTHONPATH``, so the dependencies are this checkout's. End to end,
-only kopf-scheduler runs (kube-scheduler is the same binary for every revision), and a revision
-must accept this harness's command line (any since /metrics is served over HTTPS).
+(``operator/`` for end-to-end runs; with ``bench/``, ``doccharts/``, ``e2e/`` and ``tests/`` for
+in-process runs, which use that revision's own harness). It runs with this checkout's virtual
+environment, the exported package first on ``PYTHONPATH``, so the dependencies are this
+checkout's. End to end, only kopf-scheduler runs (kube-scheduler is the same binary for every
+revision), and a revision must accept this harness's command line (any since /metrics is served
+over HTTPS).
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from bench.stats import summary
 
 REPO = Path(__file__).resolve().parent.parent
 CACHE = Path.home() / ".cache" / "kopf-scheduler" / "bench-revisions"
-EXPORTED = ("operator", "bench", "e2e", "tests")
+EXPORTED = ("operator", "bench", "doccharts", "e2e", "tests")
+"""What a revision's harness imports; a revision older than one of them is exported without it."""
 
 
 class InProcessRunner(Protocol):
@@ -52,10 +54,18 @@ def export(revision: str, cache: Path = CACHE) -> tuple[str, Path]:
         raise SystemExit(f"bench revisions: {revision!r} is not a commit of this repository")
     commit = resolved.stdout.strip()
     target = cache / commit
-    if not (target / "operator").is_dir():
+    listing = subprocess.run(
+        ["git", "ls-tree", "--name-only", commit],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    present = [path for path in EXPORTED if path in listing.stdout.split()]
+    if not all((target / path).is_dir() for path in present):
         target.mkdir(parents=True, exist_ok=True)
         archive = subprocess.run(
-            ["git", "archive", commit, *EXPORTED], cwd=REPO, capture_output=True, check=True
+            ["git", "archive", commit, *present], cwd=REPO, capture_output=True, check=True
         )
         subprocess.run(["tar", "-x", "-C", str(target)], input=archive.stdout, check=True)
     return commit, target

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -74,3 +76,17 @@ def test_a_failed_round_is_listed_under_its_table(tmp_path: Path) -> None:
 def test_an_unknown_revision_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="'no-such-rev' is not a commit of this repository"):
         revisions.export("no-such-rev", tmp_path)
+
+
+def test_an_exported_revision_runs_its_own_harness(tmp_path: Path) -> None:
+    """Everything the revision's ``python -m bench`` imports is exported with it."""
+    _, source = revisions.export("HEAD", tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--help"],
+        cwd=source,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(source / "operator"), str(source)])},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
