@@ -36,11 +36,10 @@ from typing import Any
 from doccharts.bars import ChartError
 
 from bench import chart, report
+from bench.config import SCHEDULERS
 from bench.scenarios import scenario
 
 REPO = Path(__file__).resolve().parent.parent
-SCHEDULERS = ("kopf", "upstream")
-"""The end-to-end runs of a pair, in order (bench.e2e.SCHEDULERS, without importing it)."""
 QPS_SETTINGS = ((5000.0, 5000), (50.0, 100))
 E2E_RATIO = 1.0
 """End to end at qps 5000/5000, the scenarios run full size by default."""

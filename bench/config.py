@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+SCHEDULERS = ("kopf", "upstream")
+"""The two schedulers of a pair, in the order they run by default."""
 SCHEDULER_NAME = "kopf-scheduler"
 UPSTREAM_SCHEDULER_NAME = "default-scheduler"
 API_VERSION = "kubescheduler.config.k8s.io/v1"

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.cluster import start_bench_cluster
-from bench.e2e import SCHEDULERS, run_pair
+from bench.config import SCHEDULERS
+from bench.e2e import run_pair
 from bench.scenarios import scenario
 from bench.stats import figure
 

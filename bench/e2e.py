@@ -52,7 +52,13 @@ from e2e.localcluster.listen_ports import free_port
 
 from bench import promtext, shapes, stats
 from bench.cluster import KOPF_USER, UPSTREAM_USER, BenchCluster
-from bench.config import SCHEDULER_NAME, UPSTREAM_SCHEDULER_NAME, scheduler_config, upstream_config
+from bench.config import (
+    SCHEDULER_NAME,
+    SCHEDULERS,
+    UPSTREAM_SCHEDULER_NAME,
+    scheduler_config,
+    upstream_config,
+)
 from bench.kube import (
     CSI_NODES_PATH,
     MERGE_PATCH,
@@ -74,7 +80,6 @@ RESOURCE_PATH = "/apis/resource.k8s.io/v1"
 DEVICE_CLASSES_PATH = f"{RESOURCE_PATH}/deviceclasses"
 SLICES_PATH = f"{RESOURCE_PATH}/resourceslices"
 CREATOR_CONCURRENCY = 48
-SCHEDULERS = ("kopf", "upstream")
 
 
 def say(message: str) -> None:

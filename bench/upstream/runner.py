@@ -43,8 +43,6 @@ from bench.upstream.suite import THROUGHPUT_METRIC, Workload
 
 SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 SWEEP_TIMEOUT = 600.0
-DEFAULT_QPS = 5000.0
-DEFAULT_BURST = 5000
 
 
 def scheduler_name(which: str) -> str:
