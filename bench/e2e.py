@@ -89,13 +89,6 @@ def say(message: str) -> None:
 # -- processes ------------------------------------------------------------------------------
 
 
-def proc_cpu_seconds(pid: int) -> float | None:
-    fields = procfs.stat_fields(pid)
-    if fields is None:
-        return None
-    return procfs.cpu_ticks(fields) / procfs.CLOCK_TICKS_PER_SECOND
-
-
 def proc_status_mb(pid: int, key: str) -> float | None:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -686,7 +679,7 @@ class Watcher:
 def _control_plane_cpu(cluster: BenchCluster) -> dict[str, float]:
     result = {}
     for name, proc in cluster.processes().items():
-        seconds = proc_cpu_seconds(proc.pid)
+        seconds = procfs.cpu_seconds(proc.pid)
         if seconds is not None:
             result[name] = seconds
     return result
@@ -817,7 +810,7 @@ async def run_one(
             )
             await measuring.ready()
             audit_offset = audit_size(cluster.audit_log)
-            cpu_before = proc_cpu_seconds(process.pid) or 0.0
+            cpu_before = procfs.cpu_seconds(process.pid) or 0.0
             plane_before = _control_plane_cpu(cluster)
             load_before = os.getloadavg()
             t0 = time.time()
@@ -832,7 +825,7 @@ async def run_one(
         stop_arrivals.set()
         injected = await arrivals
         t_end = time.time()
-        cpu_after = proc_cpu_seconds(process.pid) or 0.0
+        cpu_after = procfs.cpu_seconds(process.pid) or 0.0
         plane_after = _control_plane_cpu(cluster)
         load_after = os.getloadavg()
         peak_rss = proc_status_mb(process.pid, "VmHWM")

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from e2e.localcluster import procfs
 
 from bench import shapes, stats
 from bench.cluster import KOPF_USER, start_bench_cluster
@@ -50,7 +51,6 @@ from bench.e2e import (
     delete_namespace,
     ensure_nodes,
     ensure_priority_class,
-    proc_cpu_seconds,
     proc_status_mb,
     scheduler_metrics,
     start_scheduler,
@@ -287,13 +287,13 @@ async def _run_e2e(scenario: GangScenario, qps: float, burst: int, work: Path) -
             watcher = Watcher(cluster, namespace, scenario.members, run_dir / "watch.json")
             await watcher.ready()
             audit_offset = audit_size(cluster.audit_log)
-            cpu_before = proc_cpu_seconds(process.pid) or 0.0
+            cpu_before = procfs.cpu_seconds(process.pid) or 0.0
             t0 = time.time()
             members = scenario.member_pods(namespace)
             creation = await create_many(client, pods_path, members, CREATOR_CONCURRENCY)
             finished = await watcher.finished(300.0 + scenario.members / 5)
             t_end = time.time()
-            cpu_after = proc_cpu_seconds(process.pid) or 0.0
+            cpu_after = procfs.cpu_seconds(process.pid) or 0.0
             status, metrics_text = process.get("/metrics", timeout=30.0)
             observed = watcher.stop()
             result.update(

@@ -46,9 +46,7 @@ class BusyNeighbours:
     def stop(self) -> float:
         cpu_seconds = 0.0
         for process in self._processes:
-            fields = procfs.stat_fields(process.pid)
-            if fields is not None:
-                cpu_seconds += procfs.cpu_ticks(fields) / procfs.CLOCK_TICKS_PER_SECOND
+            cpu_seconds += procfs.cpu_seconds(process.pid) or 0.0
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=10)

@@ -36,6 +36,14 @@ def cpu_ticks(fields: list[str]) -> int:
     return int(fields[USER_TICKS]) + int(fields[SYSTEM_TICKS])
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User plus system CPU time of ``pid`` in seconds, or ``None`` when it is gone."""
+    fields = stat_fields(pid)
+    if fields is None:
+        return None
+    return cpu_ticks(fields) / CLOCK_TICKS_PER_SECOND
+
+
 def process_ids() -> list[int]:
     """The PIDs of every process this machine shows."""
     return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]
