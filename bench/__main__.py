@@ -9,6 +9,7 @@
     python -m bench capacity         # `kopf-scheduler capacity` on 5000 nodes, 50,000 pods
     python -m bench capacity --revisions 277bd04,HEAD   # the same, commits in turn
     python -m bench contention S2 --processes 1 --rounds 3   # quiet and beside a busy process
+    python -m bench contention S2 --rate 100                 # ... the pods created at 100/s
     python -m bench chart            # docs/images/bench-ratios.svg from bench/results/
     python -m bench upstream --list  # scheduler_perf's own workloads (bench/upstream/cli.py)
 
@@ -316,7 +317,11 @@ def _contention(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
         ((qps, burst),) = _qps(args.qps)
     except ValueError:
         parser.error(f"--qps {args.qps!r}: expected one QPS/BURST, e.g. 5000/5000")
-    scenario(args.spec)  # fail early on a typo
+    chosen = scenario(args.spec)  # fail early on a typo
+    if args.rate is not None and args.rate <= 0:
+        parser.error(f"--rate {args.rate:g}: expected a positive number of pods a second")
+    if args.rate is not None and chosen.drain:
+        parser.error(f"--rate: {chosen.label}'s pods are all created before the scheduler starts")
     if not binaries_available():
         print(
             "error: the local control-plane binaries are not built (make cluster-up)",
@@ -324,7 +329,7 @@ def _contention(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
         )
         return 1
     results = contention.run_rounds(
-        args.spec, args.processes, args.rounds, qps, burst, args.keep_cluster
+        args.spec, args.processes, args.rounds, qps, burst, args.keep_cluster, args.rate
     )
     if args.out:
         args.out.write_text(json.dumps(results, indent=1))
@@ -418,6 +423,12 @@ def main(argv: list[str] | None = None) -> int:
     contention.add_argument("--processes", type=int, default=1, help="busy processes (1)")
     contention.add_argument("--rounds", type=int, default=3, help="rounds (default 3)")
     contention.add_argument("--qps", default="5000/5000", help="qps/burst (default 5000/5000)")
+    contention.add_argument(
+        "--rate",
+        type=float,
+        help="create the measured pods at this many a second in every run (default: as fast "
+        "as the API server takes them)",
+    )
     contention.add_argument("--keep-cluster", action="store_true")
     contention.add_argument("--out", type=Path, help="also write the raw results to this file")
     upstream = sub.add_parser(

@@ -15,6 +15,14 @@ pure-Python loop at the default priority, one runnable thread each. They start o
 plane has settled, just before the scheduler under test starts, and stop when its run ends, so
 they weigh on the scheduler's start, its cache sync, the creation of the pods and every decision,
 as a neighbour would; their CPU time is recorded with the run (``contention``).
+
+The neighbours slow the pod creator and the API server as much as the scheduler: created as fast
+as they are taken, the pods of a loaded run arrive at about half the quiet rate on two CPUs, and
+fewer arrivals a second mean shorter queues, so create→bound can fall under load and the
+comparison says nothing. ``--rate`` creates the pods at one fixed pace in every run (item ``i``
+posted ``i / rate`` seconds after the first); pick it below what the creator keeps up loaded
+(the report's "created, pods/s" row shows what each run achieved), and the quiet and loaded runs
+see the same arrivals, so their difference is the scheduler's.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from bench.stats import figure
 QUIET, LOADED = "quiet", "loaded"
 
 FIGURES: tuple[tuple[str, tuple[str, ...], bool], ...] = (
+    ("created, pods/s", ("creation", "per_second"), True),
     ("throughput, pods/s", ("throughput", "average"), True),
     ("create→bound p50, ms", ("create_to_bound_ms", "p50"), False),
     ("create→bound p99, ms", ("create_to_bound_ms", "p99"), False),
@@ -65,10 +74,17 @@ def round_plan(rounds: int, schedulers: Sequence[str]) -> list[tuple[tuple[str, 
 
 
 def run_rounds(
-    spec: str, processes: int, rounds: int, qps: float, burst: int, keep_cluster: bool = False
+    spec: str,
+    processes: int,
+    rounds: int,
+    qps: float,
+    burst: int,
+    keep_cluster: bool = False,
+    creation_rate: float | None = None,
 ) -> dict[str, Any]:
     """``rounds`` rounds of ``spec`` end to end, each pair once quiet and once beside
-    ``processes`` busy neighbours, on one benchmark cluster."""
+    ``processes`` busy neighbours, on one benchmark cluster; with ``creation_rate``, the pods
+    arrive at that pace in every run (see the module's docstring)."""
     chosen = scenario(spec)
     cluster = start_bench_cluster()
     work = Path(tempfile.mkdtemp(prefix="bench-contention-"))
@@ -76,6 +92,7 @@ def run_rounds(
         "scenario": chosen.label,
         "qps": f"{qps:g}/{burst}",
         "processes": processes,
+        "creation_rate": creation_rate,
         "rounds": [],
     }
     try:
@@ -84,7 +101,16 @@ def run_rounds(
             for mode, *order in runs:
                 count = processes if mode == LOADED else 0
                 one[mode] = asyncio.run(
-                    run_pair(cluster, chosen, qps, burst, work, tuple(order), neighbours=count)
+                    run_pair(
+                        cluster,
+                        chosen,
+                        qps,
+                        burst,
+                        work,
+                        tuple(order),
+                        neighbours=count,
+                        creation_rate=creation_rate,
+                    )
                 )
             result["rounds"].append(one)
     finally:
@@ -131,9 +157,11 @@ def _spread(values: Sequence[float]) -> str:
 def render(result: Mapping[str, Any], ours: str = "kopf", theirs: str = "upstream") -> str:
     """The rounds and the degradations as Markdown, for the terminal and docs/benchmarks.md."""
     rounds = result.get("rounds") or []
+    rate = result.get("creation_rate")
+    arrival = f"pods created at {rate:g}/s" if rate else "pods created as fast as they are taken"
     lines = [
         f"{result.get('scenario', '?')} at qps {result.get('qps', '?')}, "
-        f"{result.get('processes', 0)} busy process(es), {len(rounds)} round(s)",
+        f"{result.get('processes', 0)} busy process(es), {arrival}, {len(rounds)} round(s)",
         "",
         "| round | scheduler | figure | quiet | loaded |",
         "|---|---|---|---|---|",
@@ -142,7 +170,7 @@ def render(result: Mapping[str, Any], ours: str = "kopf", theirs: str = "upstrea
         for scheduler in (ours, theirs):
             quiet = (one.get(QUIET) or {}).get("runs", {}).get(scheduler) or {}
             loaded = (one.get(LOADED) or {}).get("runs", {}).get(scheduler) or {}
-            for label, path, _ in FIGURES[:3]:
+            for label, path, _ in FIGURES[:4]:
                 lines.append(
                     f"| {number} | {scheduler} | {label} | {_cell(figure(quiet, path))} | "
                     f"{_cell(figure(loaded, path))} |"

@@ -744,9 +744,12 @@ async def run_one(
     work: Path,
     source: Path | None = None,
     neighbours: int = 0,
+    creation_rate: float | None = None,
 ) -> dict[str, Any]:
     """One scheduler's run of ``scenario`` (see the module's docstring); with ``neighbours``,
-    that many busy processes (:mod:`bench.neighbours`) run from its start to its end."""
+    that many busy processes (:mod:`bench.neighbours`) run from its start to its end; with
+    ``creation_rate``, the measured pods are created at that many a second instead of as fast as
+    the API server takes them."""
     scheduler_name = SCHEDULER_NAME if which == "kopf" else UPSTREAM_SCHEDULER_NAME
     namespace = f"bench-{scenario.id.lower()}-{which}-{secrets.token_hex(3)}"
     run_dir = work / namespace
@@ -819,7 +822,9 @@ async def run_one(
             _post_arrivals(client, scenario, namespace, scheduler_name, stop_arrivals)
         )
         if backlog is None:
-            creation = await create_many(client, pods_path, measured, CREATOR_CONCURRENCY)
+            creation = await create_many(
+                client, pods_path, measured, CREATOR_CONCURRENCY, rate=creation_rate
+            )
             say(f"  {len(measured)} measured pods created ({creation['per_second']}/s)")
         finished = await measuring.finished(_timeout_for(scenario, qps))
         stop_arrivals.set()
@@ -1023,10 +1028,12 @@ async def run_pair(
     order: tuple[str, ...] = SCHEDULERS,
     source: Path | None = None,
     neighbours: int = 0,
+    creation_rate: float | None = None,
 ) -> dict[str, Any]:
     """Both schedulers on identical states; the figures of each and the ratios ours/upstream.
     ``source``: kopf-scheduler from another revision (see :func:`start_scheduler`);
-    ``neighbours``: busy processes beside each scheduler's run (see :func:`run_one`)."""
+    ``neighbours``: busy processes beside each scheduler's run, ``creation_rate``: the pace of
+    the measured pods' creation (see :func:`run_one`)."""
     endpoint = Endpoint(cluster.server, cluster.admin_token, str(cluster.ca_file))
     contention = {"loadavg": [round(x, 2) for x in os.getloadavg()], "top": top_processes()}
     async with Client(endpoint, "bench-creator", connections=CREATOR_CONCURRENCY) as client:
@@ -1040,7 +1047,16 @@ async def run_pair(
         runs = {}
         for which in order:
             runs[which] = await run_one(
-                cluster, client, scenario, which, qps, burst, work, source, neighbours
+                cluster,
+                client,
+                scenario,
+                which,
+                qps,
+                burst,
+                work,
+                source,
+                neighbours,
+                creation_rate,
             )
     return {
         "mode": "e2e",
@@ -1049,6 +1065,7 @@ async def run_pair(
         "burst": burst,
         "order": list(order),
         "neighbours": neighbours,
+        "creation_rate": creation_rate,
         "nodes": nodes,
         "contention_at_start": contention,
         "runs": runs,

@@ -156,18 +156,25 @@ class Client:
 
 
 async def for_each(
-    items: Sequence[T], concurrency: int, action: Callable[[T], Awaitable[object]]
+    items: Sequence[T],
+    concurrency: int,
+    action: Callable[[T], Awaitable[object]],
+    rate: float | None = None,
 ) -> dict[str, Any]:
-    """Run ``action`` on every item with ``concurrency`` of them in flight; the rate achieved."""
+    """Run ``action`` on every item with ``concurrency`` of them in flight; the rate achieved.
+    With ``rate``, item ``i`` starts no sooner than ``i / rate`` seconds after the first, so the
+    items arrive at that pace as long as the requests keep up with it."""
     started = time.perf_counter()
     position = 0
 
     async def worker() -> None:
         nonlocal position
         while position < len(items):
-            item = items[position]
+            index = position
             position += 1
-            await action(item)
+            if rate is not None:
+                await asyncio.sleep(max(0.0, started + index / rate - time.perf_counter()))
+            await action(items[index])
 
     await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
     seconds = time.perf_counter() - started
@@ -176,6 +183,7 @@ async def for_each(
         "seconds": round(seconds, 3),
         "per_second": round(len(items) / seconds, 1) if seconds > 0 else None,
         "concurrency": concurrency,
+        "paced_at": rate,
     }
 
 
@@ -185,15 +193,17 @@ async def create_many(
     objects: list[dict[str, Any]],
     concurrency: int,
     on_created: Callable[[Mapping[str, Any], float], None] | None = None,
+    rate: float | None = None,
 ) -> dict[str, Any]:
-    """POST every object with ``concurrency`` requests in flight; the rate achieved."""
+    """POST every object with ``concurrency`` requests in flight, at most ``rate`` a second
+    when given (see :func:`for_each`); the rate achieved."""
 
     async def create(raw: dict[str, Any]) -> None:
         await client.request("POST", path_of(raw), raw, ok_statuses=(409,))
         if on_created is not None:
             on_created(raw, time.time())
 
-    return await for_each(objects, concurrency, create)
+    return await for_each(objects, concurrency, create, rate)
 
 
 def pods_path(raw: Mapping[str, Any]) -> str:

@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 from bench.__main__ import main
 from bench.contention import LOADED, QUIET
+from bench.kube import for_each
 from bench.neighbours import BusyNeighbours
+from bench.scenarios import scenario
 from e2e.localcluster import procfs
 
 from bench import contention
@@ -79,13 +81,69 @@ def test_the_report_gives_every_round_and_the_spread() -> None:
     text = contention.render(
         {"scenario": "S2@0.2", "qps": "5000/5000", "processes": 1, "rounds": ROUNDS}
     )
-    assert "S2@0.2 at qps 5000/5000, 1 busy process(es), 2 round(s)" in text
+    assert (
+        "S2@0.2 at qps 5000/5000, 1 busy process(es), pods created as fast as they are taken, "
+        "2 round(s)" in text
+    )
     assert "| 2 | kopf | create→bound p99, ms | 2000 | 4000 |" in text
     assert "| create→bound p99, ms | 3.00 (2.00–4.00) | 1.10 (1.10–1.11) |" in text
     assert "Loaded create→bound p99, kopf over upstream: 3.01 (2.02–4.00)." in text
 
 
-def test_nonsense_arguments_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_report_names_the_pace_and_what_each_run_created() -> None:
+    paced = [
+        _round(
+            {"kopf": {**_run(100, 50, 90, 0.01), "creation": {"per_second": 99.8}}},
+            {"kopf": {**_run(100, 60, 200, 0.02), "creation": {"per_second": 97.1}}},
+        )
+    ]
+    text = contention.render(
+        {
+            "scenario": "S2",
+            "qps": "5000/5000",
+            "processes": 1,
+            "creation_rate": 100.0,
+            "rounds": paced,
+        }
+    )
+    assert "S2 at qps 5000/5000, 1 busy process(es), pods created at 100/s, 1 round(s)" in text
+    assert "| 1 | kopf | created, pods/s | 99.8 | 97.1 |" in text
+    assert contention.degradations(paced, "kopf")["created, pods/s"] == [1.03]
+
+
+async def test_paced_items_start_no_sooner_than_their_slot() -> None:
+    started: list[float] = []
+
+    async def note(_: int) -> None:
+        started.append(time.perf_counter())
+
+    first = time.perf_counter()
+    result = await for_each(list(range(6)), 8, note, rate=20.0)
+    offsets = sorted(moment - first for moment in started)
+    assert all(offset >= index / 20.0 - 0.005 for index, offset in enumerate(offsets))
+    assert offsets[-1] >= 0.25
+    assert result["paced_at"] == 20.0
+    unpaced = await for_each(list(range(6)), 8, note)
+    assert unpaced["seconds"] < 0.2 and unpaced["paced_at"] is None
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--processes", "0"], "--processes and --rounds must be at least 1"),
+        (["--rate", "0"], "--rate 0: expected a positive number of pods a second"),
+    ],
+)
+def test_nonsense_arguments_are_refused(
+    arguments: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit):
-        main(["contention", "S2", "--processes", "0"])
-    assert "--processes and --rounds must be at least 1" in capsys.readouterr().err
+        main(["contention", "S2", *arguments])
+    assert message in capsys.readouterr().err
+
+
+def test_a_pace_is_refused_for_a_backlog(capsys: pytest.CaptureFixture[str]) -> None:
+    assert scenario("D1").drain
+    with pytest.raises(SystemExit):
+        main(["contention", "D1", "--rate", "50"])
+    assert "are all created before the scheduler starts" in capsys.readouterr().err
