@@ -20,7 +20,9 @@ def test_every_name_offered_resolves() -> None:
 def _scheduler_imports(path: Path) -> set[str]:
     modules = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module:
+        if isinstance(node, ast.ImportFrom) and node.module == "kopf_scheduler":
+            modules.update(f"kopf_scheduler.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
             modules.add(node.module)
         elif isinstance(node, ast.Import):
             modules.update(alias.name for alias in node.names)

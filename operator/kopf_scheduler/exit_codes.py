@@ -19,10 +19,11 @@ operating system takes the memory back in one go.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 SUCCESS = 0
@@ -56,6 +57,13 @@ def run_command(command: Callable[[], int]) -> int:
         _discard_stdout()
         return CLOSED_PIPE
     return code
+
+
+def run_parsed(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
+    """Parse ``argv`` and run the chosen sub-command's ``handler`` as :func:`run_command` does:
+    the ``main`` of both console commands."""
+    args = parser.parse_args(argv)
+    return run_command(lambda: int(args.handler(args)))
 
 
 def leave(code: int) -> NoReturn:

@@ -26,20 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.pod import Pod
-from kopf_scheduler.plugin_api import (
-    MAX_NODE_SCORE,
-    MIN_NODE_SCORE,
-    SUCCESS,
-    Code,
-    CycleState,
-    Handle,
-    InvalidArgsError,
-    NodeInfo,
-    Status,
-    ensure_mapping,
-    reject_unknown,
-)
 
 NAME = "PreferLabelledNodes"
 
@@ -69,19 +57,19 @@ class PreferLabelledNodesArgs:
 
     @classmethod
     def parse(cls, raw: Any) -> PreferLabelledNodesArgs:
-        args = ensure_mapping(raw)
-        reject_unknown(args, {"labelKey", "labelValue"})
+        args = api.ensure_mapping(raw)
+        api.reject_unknown(args, {"labelKey", "labelValue"})
         key = args.get("labelKey")
         if key is None:
-            raise InvalidArgsError("args.labelKey", "is required")
+            raise api.InvalidArgsError("args.labelKey", "is required")
         if not isinstance(key, str):
-            raise InvalidArgsError("args.labelKey", f"must be a string, got {key!r}")
+            raise api.InvalidArgsError("args.labelKey", f"must be a string, got {key!r}")
         problem = _label_key_problem(key)
         if problem is not None:
-            raise InvalidArgsError("args.labelKey", f"{key!r} is not a label key: {problem}")
+            raise api.InvalidArgsError("args.labelKey", f"{key!r} is not a label key: {problem}")
         value = args.get("labelValue")
         if value is not None and not isinstance(value, str):
-            raise InvalidArgsError("args.labelValue", f"must be a string, got {value!r}")
+            raise api.InvalidArgsError("args.labelValue", f"must be a string, got {value!r}")
         return cls(key, value)
 
 
@@ -96,15 +84,19 @@ class PreferLabelledNodes:
             return False
         return self.args.label_value is None or labels[self.args.label_key] == self.args.label_value
 
-    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
+    def score(
+        self, state: api.CycleState, pod: Pod, node_info: api.NodeInfo
+    ) -> tuple[int, api.Status]:
         node = node_info.node
         if node is None:
-            return 0, Status(Code.ERROR, "node not found")
-        return (MAX_NODE_SCORE if self._labelled(node.labels) else MIN_NODE_SCORE), SUCCESS
+            return 0, api.Status(api.Code.ERROR, "node not found")
+        return (
+            api.MAX_NODE_SCORE if self._labelled(node.labels) else api.MIN_NODE_SCORE
+        ), api.SUCCESS
 
     def score_extensions(self) -> None:
         return None
 
 
-def new(args: Mapping[str, Any] | None, handle: Handle) -> PreferLabelledNodes:
+def new(args: Mapping[str, Any] | None, handle: api.Handle) -> PreferLabelledNodes:
     return PreferLabelledNodes(PreferLabelledNodesArgs.parse(args))

@@ -37,7 +37,13 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from kopf_scheduler.dra.allocation_memo import AllocationMemo
-from kopf_scheduler.dra.cel import DeviceInput, SelectorCache, SelectorError, device_input
+from kopf_scheduler.dra.cel import (
+    DeviceInput,
+    DeviceKey,
+    SelectorCache,
+    SelectorError,
+    device_input,
+)
 from kopf_scheduler.dra.errors import AllocationError
 from kopf_scheduler.dra.inventory import Inventory, same_objects
 from kopf_scheduler.dra.objects import (
@@ -228,8 +234,7 @@ class Allocator:
         known = self._selected.get(key)
         if known is not None:
             return known
-        version = resource_slice.version
-        device_key = None if version is None else (*version, device_index)
+        device_key = _device_key(resource_slice, device_index)
         if device_key is not None:
             known = self._selectors.answer(expression, device_key)
             if known is not None:
@@ -249,8 +254,7 @@ class Allocator:
         inputs = self._inputs.get(local_key)
         if inputs is not None:
             return inputs
-        version = resource_slice.version
-        device_key = None if version is None else (*version, device_index)
+        device_key = _device_key(resource_slice, device_index)
         if device_key is not None:
             inputs = self._selectors.device_input(device_key)
         if inputs is None:
@@ -260,6 +264,13 @@ class Allocator:
                 self._selectors.remember_input(device_key, inputs)
         self._inputs[local_key] = inputs
         return inputs
+
+
+def _device_key(resource_slice: ResourceSlice, device_index: int) -> DeviceKey | None:
+    """What names one device of this version of its slice in the selector cache, which outlives
+    the allocator; ``None`` for a slice without a version, which is never cached."""
+    version = resource_slice.version
+    return None if version is None else (*version, device_index)
 
 
 class _Either(Container[DeviceID]):

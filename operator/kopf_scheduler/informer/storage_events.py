@@ -18,17 +18,8 @@ import structlog
 from kopf_scheduler.cache.storage_cache import AssumeCache, StorageCache
 from kopf_scheduler.framework.events import ActionType, EventResource, object_event
 from kopf_scheduler.informer.raw_metadata import object_key, resource_version
+from kopf_scheduler.model import storage as storage_model
 from kopf_scheduler.model.errors import InvalidObjectError
-from kopf_scheduler.model.storage import (
-    CSIDriver,
-    CSINode,
-    CSIStorageCapacity,
-    PersistentVolume,
-    PersistentVolumeClaim,
-    StorageClass,
-    VolumeAttachment,
-    resource_version_newer,
-)
 from kopf_scheduler.scheduler.loop import Scheduler
 
 logger = structlog.get_logger("kopf_scheduler.informer")
@@ -97,33 +88,37 @@ class _StorageKind:
 
 STORAGE_KINDS: Mapping[str, _StorageKind] = {
     "PersistentVolumeClaim": _StorageKind(
-        PersistentVolumeClaim,
+        storage_model.PersistentVolumeClaim,
         EventResource.PERSISTENT_VOLUME_CLAIM,
         lambda storage: _AssumedShelf(storage.claims),
         namespaced=True,
     ),
     "PersistentVolume": _StorageKind(
-        PersistentVolume,
+        storage_model.PersistentVolume,
         EventResource.PERSISTENT_VOLUME,
         lambda storage: _AssumedShelf(storage.volumes),
     ),
     "StorageClass": _StorageKind(
-        StorageClass, EventResource.STORAGE_CLASS, lambda storage: _DictShelf(storage.classes)
+        storage_model.StorageClass,
+        EventResource.STORAGE_CLASS,
+        lambda storage: _DictShelf(storage.classes),
     ),
     "CSINode": _StorageKind(
-        CSINode, EventResource.CSI_NODE, lambda storage: _DictShelf(storage.csi_nodes)
+        storage_model.CSINode, EventResource.CSI_NODE, lambda storage: _DictShelf(storage.csi_nodes)
     ),
     "CSIDriver": _StorageKind(
-        CSIDriver, EventResource.CSI_DRIVER, lambda storage: _DictShelf(storage.csi_drivers)
+        storage_model.CSIDriver,
+        EventResource.CSI_DRIVER,
+        lambda storage: _DictShelf(storage.csi_drivers),
     ),
     "CSIStorageCapacity": _StorageKind(
-        CSIStorageCapacity,
+        storage_model.CSIStorageCapacity,
         EventResource.CSI_STORAGE_CAPACITY,
         lambda storage: _DictShelf(storage.capacities),
         namespaced=True,
     ),
     "VolumeAttachment": _StorageKind(
-        VolumeAttachment,
+        storage_model.VolumeAttachment,
         EventResource.VOLUME_ATTACHMENT,
         lambda storage: _DictShelf(storage.attachments),
     ),
@@ -155,7 +150,7 @@ class StorageEvents:
         if (
             old is not None
             and version
-            and not resource_version_newer(version, old.resource_version)
+            and not storage_model.resource_version_newer(version, old.resource_version)
         ):
             return
         new = self._parse(key, raw)

@@ -189,8 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return exit_codes.run_command(lambda: int(args.handler(args)))
+    return exit_codes.run_parsed(build_parser(), argv)
 
 
 def entry() -> NoReturn:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kopf_scheduler.model.errors import InvalidObjectError
+from kopf_scheduler.model.errors import InvalidObjectError, expect_object
 from kopf_scheduler.model.selectors import IN, LabelSelector, Requirement
 
 DO_NOT_SCHEDULE = "DoNotSchedule"
@@ -38,8 +38,7 @@ class AffinityTerm:
 
     @classmethod
     def parse(cls, raw: Any, field: str, pod_namespace: str) -> AffinityTerm:
-        if not isinstance(raw, Mapping):
-            raise InvalidObjectError(field, f"expected a pod affinity term, got {raw!r}")
+        raw = expect_object(raw, field, "a pod affinity term")
         topology_key = raw.get("topologyKey")
         if not isinstance(topology_key, str) or not topology_key:
             raise InvalidObjectError(f"{field}.topologyKey", "can not be empty")
@@ -74,8 +73,7 @@ class WeightedAffinityTerm:
 
     @classmethod
     def parse(cls, raw: Any, field: str, pod_namespace: str) -> WeightedAffinityTerm:
-        if not isinstance(raw, Mapping):
-            raise InvalidObjectError(field, f"expected a weighted pod affinity term, got {raw!r}")
+        raw = expect_object(raw, field, "a weighted pod affinity term")
         weight = raw.get("weight")
         if not isinstance(weight, int) or isinstance(weight, bool) or not 1 <= weight <= 100:
             raise InvalidObjectError(
@@ -109,6 +107,24 @@ def parse_weighted_terms(
     )
 
 
+def parse_pod_affinity(
+    raw: Mapping[str, Any], field: str, pod_namespace: str
+) -> tuple[tuple[AffinityTerm, ...], tuple[WeightedAffinityTerm, ...]]:
+    """The required and the preferred terms of a ``podAffinity`` or ``podAntiAffinity`` object
+    at ``field``, which share one schema."""
+    required = parse_terms(
+        raw.get("requiredDuringSchedulingIgnoredDuringExecution"),
+        f"{field}.requiredDuringSchedulingIgnoredDuringExecution",
+        pod_namespace,
+    )
+    preferred = parse_weighted_terms(
+        raw.get("preferredDuringSchedulingIgnoredDuringExecution"),
+        f"{field}.preferredDuringSchedulingIgnoredDuringExecution",
+        pod_namespace,
+    )
+    return required, preferred
+
+
 class TopologySpreadConstraint:
     __slots__ = (
         "max_skew",
@@ -140,8 +156,7 @@ class TopologySpreadConstraint:
 
     @classmethod
     def parse(cls, raw: Any, field: str, pod_labels: Mapping[str, str]) -> TopologySpreadConstraint:
-        if not isinstance(raw, Mapping):
-            raise InvalidObjectError(field, f"expected a topology spread constraint, got {raw!r}")
+        raw = expect_object(raw, field, "a topology spread constraint")
         max_skew = raw.get("maxSkew")
         if not isinstance(max_skew, int) or isinstance(max_skew, bool) or max_skew < 1:
             raise InvalidObjectError(

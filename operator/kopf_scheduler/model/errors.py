@@ -8,6 +8,9 @@ field path, to the user.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 
 class InvalidObjectError(ValueError):
     """A field of a Kubernetes object is malformed.
@@ -24,3 +27,11 @@ class InvalidObjectError(ValueError):
     def prefixed(self, prefix: str) -> InvalidObjectError:
         """The same error with its field path placed under ``prefix``."""
         return InvalidObjectError(f"{prefix}.{self.field}" if prefix else self.field, self.reason)
+
+
+def expect_object(raw: Any, field: str, what: str) -> Mapping[str, Any]:
+    """``raw`` when it is an object (a mapping); otherwise the error at ``field`` saying that
+    ``what`` (``"a taint object"``) was expected."""
+    if not isinstance(raw, Mapping):
+        raise InvalidObjectError(field, f"expected {what}, got {raw!r}")
+    return raw

@@ -14,8 +14,7 @@ from kopf_scheduler.model.affinity import (
     AffinityTerm,
     TopologySpreadConstraint,
     WeightedAffinityTerm,
-    parse_terms,
-    parse_weighted_terms,
+    parse_pod_affinity,
 )
 from kopf_scheduler.model.errors import InvalidObjectError
 from kopf_scheduler.model.pod_volumes import (
@@ -74,6 +73,17 @@ def _int_field(value: Any, field: str, default: int | None) -> int | None:
     if not isinstance(value, int) or isinstance(value, bool):
         raise InvalidObjectError(field, f"must be an integer, got {value!r}")
     return value
+
+
+def parse_preemption_policy(raw: Any, field: str) -> str:
+    """A pod's or a PriorityClass's ``preemptionPolicy`` at ``field``: unset means
+    ``PreemptLowerPriority``."""
+    policy: str = raw or PREEMPT_LOWER_PRIORITY
+    if policy not in (PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER):
+        raise InvalidObjectError(
+            field, f'supported values: "Never", "PreemptLowerPriority"; got {policy!r}'
+        )
+    return policy
 
 
 class Pod:
@@ -152,13 +162,9 @@ class Pod:
         assert priority is not None
         self.priority: int = priority
         self.priority_class_name: str = spec.get("priorityClassName") or ""
-        policy = spec.get("preemptionPolicy") or PREEMPT_LOWER_PRIORITY
-        if policy not in (PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER):
-            raise InvalidObjectError(
-                "spec.preemptionPolicy",
-                f'supported values: "Never", "PreemptLowerPriority"; got {policy!r}',
-            )
-        self.preemption_policy: str = policy
+        self.preemption_policy = parse_preemption_policy(
+            spec.get("preemptionPolicy"), "spec.preemptionPolicy"
+        )
         self.termination_grace_period = _int_field(
             spec.get("terminationGracePeriodSeconds"), "spec.terminationGracePeriodSeconds", 30
         )
@@ -299,28 +305,11 @@ class Pod:
         self.node_affinity_preferred = tuple(
             PreferredSchedulingTerm.parse(t, f"{field}[{i}]") for i, t in enumerate(preferred)
         )
-        ns = self.namespace
-        base = "spec.affinity.podAffinity"
-        self.pod_affinity_required = parse_terms(
-            pod_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"),
-            f"{base}.requiredDuringSchedulingIgnoredDuringExecution",
-            ns,
+        self.pod_affinity_required, self.affinity_preferred = parse_pod_affinity(
+            pod_affinity, "spec.affinity.podAffinity", self.namespace
         )
-        self.affinity_preferred = parse_weighted_terms(
-            pod_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"),
-            f"{base}.preferredDuringSchedulingIgnoredDuringExecution",
-            ns,
-        )
-        base = "spec.affinity.podAntiAffinity"
-        self.anti_affinity_required = parse_terms(
-            pod_anti_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"),
-            f"{base}.requiredDuringSchedulingIgnoredDuringExecution",
-            ns,
-        )
-        self.anti_affinity_preferred = parse_weighted_terms(
-            pod_anti_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"),
-            f"{base}.preferredDuringSchedulingIgnoredDuringExecution",
-            ns,
+        self.anti_affinity_required, self.anti_affinity_preferred = parse_pod_affinity(
+            pod_anti_affinity, "spec.affinity.podAntiAffinity", self.namespace
         )
 
     @property

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kopf_scheduler.model.errors import InvalidObjectError
-from kopf_scheduler.model.pod import PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER
+from kopf_scheduler.model.pod import parse_preemption_policy
 
 
 class PriorityClass:
@@ -33,10 +33,6 @@ class PriorityClass:
             raise InvalidObjectError("value", "must be no greater than 1000000000")
         self.value = value
         self.global_default = bool(raw.get("globalDefault"))
-        policy = raw.get("preemptionPolicy") or PREEMPT_LOWER_PRIORITY
-        if policy not in (PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER):
-            raise InvalidObjectError(
-                "preemptionPolicy",
-                f'supported values: "Never", "PreemptLowerPriority"; got {policy!r}',
-            )
-        self.preemption_policy: str = policy
+        self.preemption_policy = parse_preemption_policy(
+            raw.get("preemptionPolicy"), "preemptionPolicy"
+        )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kopf_scheduler.model.errors import InvalidObjectError
+from kopf_scheduler.model.errors import InvalidObjectError, expect_object
 
 IN = "In"
 NOT_IN = "NotIn"
@@ -47,8 +47,7 @@ class Requirement:
 
     @classmethod
     def parse(cls, raw: Any, field: str, operators: frozenset[str]) -> Requirement:
-        if not isinstance(raw, Mapping):
-            raise InvalidObjectError(field, f"expected an object, got {raw!r}")
+        raw = expect_object(raw, field, "an object")
         key = raw.get("key")
         if not isinstance(key, str) or not key:
             raise InvalidObjectError(f"{field}.key", "must be a non-empty string")
@@ -127,8 +126,7 @@ class LabelSelector:
         """Parse a selector; ``None`` gives the selector that matches nothing."""
         if raw is None:
             return cls.nothing()
-        if not isinstance(raw, Mapping):
-            raise InvalidObjectError(field, f"expected a label selector object, got {raw!r}")
+        raw = expect_object(raw, field, "a label selector object")
         match_labels = raw.get("matchLabels") or {}
         if not isinstance(match_labels, Mapping) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in match_labels.items()
@@ -182,8 +180,7 @@ class NodeSelectorTerm:
     def parse(cls, raw: Any, field: str) -> NodeSelectorTerm:
         if raw is None:
             raw = {}
-        if not isinstance(raw, Mapping):
-            raise InvalidObjectError(field, f"expected a node selector term, got {raw!r}")
+        raw = expect_object(raw, field, "a node selector term")
         expressions = raw.get("matchExpressions") or []
         fields = raw.get("matchFields") or []
         if not isinstance(expressions, list):
@@ -229,8 +226,7 @@ class NodeSelector:
 
     @classmethod
     def parse(cls, raw: Any, field: str) -> NodeSelector:
-        if not isinstance(raw, Mapping):
-            raise InvalidObjectError(field, f"expected a node selector, got {raw!r}")
+        raw = expect_object(raw, field, "a node selector")
         terms = raw.get("nodeSelectorTerms")
         if not isinstance(terms, list) or not terms:
             raise InvalidObjectError(f"{field}.nodeSelectorTerms", "must have at least one term")
@@ -256,8 +252,7 @@ class PreferredSchedulingTerm:
 
     @classmethod
     def parse(cls, raw: Any, field: str) -> PreferredSchedulingTerm:
-        if not isinstance(raw, Mapping):
-            raise InvalidObjectError(field, f"expected an object, got {raw!r}")
+        raw = expect_object(raw, field, "an object")
         weight = raw.get("weight")
         if not isinstance(weight, int) or isinstance(weight, bool) or not 1 <= weight <= 100:
             raise InvalidObjectError(

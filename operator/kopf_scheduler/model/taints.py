@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from kopf_scheduler.model.errors import InvalidObjectError
+from kopf_scheduler.model.errors import InvalidObjectError, expect_object
 
 NO_SCHEDULE = "NoSchedule"
 PREFER_NO_SCHEDULE = "PreferNoSchedule"
@@ -23,8 +22,7 @@ class Taint:
 
     @classmethod
     def parse(cls, raw: Any, field: str) -> Taint:
-        if not isinstance(raw, Mapping):
-            raise InvalidObjectError(field, f"expected a taint object, got {raw!r}")
+        raw = expect_object(raw, field, "a taint object")
         key = raw.get("key")
         if not isinstance(key, str) or not key:
             raise InvalidObjectError(f"{field}.key", "must be a non-empty string")
@@ -61,8 +59,7 @@ class Toleration:
 
     @classmethod
     def parse(cls, raw: Any, field: str) -> Toleration:
-        if not isinstance(raw, Mapping):
-            raise InvalidObjectError(field, f"expected a toleration object, got {raw!r}")
+        raw = expect_object(raw, field, "a toleration object")
         key = raw.get("key") or ""
         operator = raw.get("operator") or "Equal"
         value = raw.get("value") or ""

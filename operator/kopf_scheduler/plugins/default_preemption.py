@@ -27,24 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.pod import Pod
-from kopf_scheduler.plugin_api import (
-    SUCCESS,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
-    EventResource,
-    Handle,
-    InvalidArgsError,
-    NodeToStatus,
-    PostFilterResult,
-    QueueingHint,
-    Status,
-    ensure_mapping,
-    reject_unknown,
-)
 from kopf_scheduler.preemption.evaluator import (
     PDB_POLICIES,
     PDB_POLICY_BEST_EFFORT,
@@ -67,7 +51,7 @@ _PDB_POLICY = "pdbPolicy"
 def _int_field(raw: Mapping[str, Any], key: str, default: int) -> int:
     value = raw.get(key, default)
     if not isinstance(value, int) or isinstance(value, bool):
-        raise InvalidArgsError(f"{_FIELD}.{key}", f"must be an integer, got {value!r}")
+        raise api.InvalidArgsError(f"{_FIELD}.{key}", f"must be an integer, got {value!r}")
     return value
 
 
@@ -80,41 +64,41 @@ class Args:
     @classmethod
     def parse(cls, raw: Any) -> Args:
         """Validate as upstream's ValidateDefaultPreemptionArgs, plus ``pdbPolicy``."""
-        args = ensure_mapping(raw)
-        reject_unknown(args, {_PERCENTAGE, _ABSOLUTE, _PDB_POLICY})
+        args = api.ensure_mapping(raw)
+        api.reject_unknown(args, {_PERCENTAGE, _ABSOLUTE, _PDB_POLICY})
         percentage = _int_field(args, _PERCENTAGE, cls.min_candidate_nodes_percentage)
         absolute = _int_field(args, _ABSOLUTE, cls.min_candidate_nodes_absolute)
         if not 0 <= percentage <= 100:
-            raise InvalidArgsError(
+            raise api.InvalidArgsError(
                 f"{_FIELD}.{_PERCENTAGE}", f"{percentage}: not in valid range [0, 100]"
             )
         if absolute < 0:
-            raise InvalidArgsError(
+            raise api.InvalidArgsError(
                 f"{_FIELD}.{_ABSOLUTE}", f"{absolute}: not in valid range [0, inf)"
             )
         if percentage == 0 and absolute == 0:
-            raise InvalidArgsError(
+            raise api.InvalidArgsError(
                 f"{_FIELD}.{_PERCENTAGE}",
                 f"cannot be zero at the same time as {_ABSOLUTE}",
             )
         policy = args.get(_PDB_POLICY, PDB_POLICY_BEST_EFFORT)
         if policy not in PDB_POLICIES:
-            raise InvalidArgsError(
+            raise api.InvalidArgsError(
                 f"{_FIELD}.{_PDB_POLICY}",
                 f"must be one of {', '.join(repr(p) for p in PDB_POLICIES)}, got {policy!r}",
             )
         return cls(percentage, absolute, policy)
 
 
-def _skip_after_assigned_pod_deletion(pod: Pod, old: Any, new: Any) -> QueueingHint:
-    return QueueingHint.QUEUE_SKIP
+def _skip_after_assigned_pod_deletion(pod: Pod, old: Any, new: Any) -> api.QueueingHint:
+    return api.QueueingHint.QUEUE_SKIP
 
 
 class DefaultPreemption:
     name: ClassVar[str] = NAME
 
     def __init__(
-        self, handle: Handle, args: Args | None = None, *, async_preemption: bool = True
+        self, handle: api.Handle, args: Args | None = None, *, async_preemption: bool = True
     ) -> None:
         self.handle = handle
         self.args = args if args is not None else Args()
@@ -131,39 +115,39 @@ class DefaultPreemption:
         )
 
     def post_filter(
-        self, state: CycleState, pod: Pod, node_to_status: NodeToStatus
-    ) -> tuple[PostFilterResult | None, Status]:
+        self, state: api.CycleState, pod: Pod, node_to_status: api.NodeToStatus
+    ) -> tuple[api.PostFilterResult | None, api.Status]:
         if state.get(GANG_PREEMPTION):
             # A member of a group short of minMember: its group's PostFilter preempts for all.
-            return None, Status(Code.UNSCHEDULABLE)
+            return None, api.Status(api.Code.UNSCHEDULABLE)
         try:
             result, status = self.evaluator.preempt(state, pod, node_to_status)
         finally:
             self.handle.metrics.inc(METRIC_PREEMPTION_ATTEMPTS)
         message = status.message()
         if message:
-            status = Status(status.code, MESSAGE_PREFIX + message, error=status.error)
+            status = api.Status(status.code, MESSAGE_PREFIX + message, error=status.error)
         return result, status
 
-    def pre_enqueue(self, pod: Pod) -> Status:
+    def pre_enqueue(self, pod: Pod) -> api.Status:
         if not self.async_preemption:
-            return SUCCESS
+            return api.SUCCESS
         if self.evaluator.is_pod_running_preemption(pod.uid):
-            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, WAITING_FOR_PREEMPTION)
-        return SUCCESS
+            return api.Status(api.Code.UNSCHEDULABLE_AND_UNRESOLVABLE, WAITING_FOR_PREEMPTION)
+        return api.SUCCESS
 
-    def events_to_register(self) -> list[ClusterEventWithHint]:
+    def events_to_register(self) -> list[api.ClusterEventWithHint]:
         if not self.async_preemption:
             return []
         return [
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE),
+            api.ClusterEventWithHint(
+                api.ClusterEvent(api.EventResource.ASSIGNED_POD, api.ActionType.DELETE),
                 _skip_after_assigned_pod_deletion,
             )
         ]
 
 
 def new(
-    args: Mapping[str, Any] | None, handle: Handle, *, async_preemption: bool = True
+    args: Mapping[str, Any] | None, handle: api.Handle, *, async_preemption: bool = True
 ) -> DefaultPreemption:
     return DefaultPreemption(handle, Args.parse(args), async_preemption=async_preemption)

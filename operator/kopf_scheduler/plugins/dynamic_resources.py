@@ -40,6 +40,7 @@ from typing import Any, ClassVar
 
 import structlog
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.dra.allocation_memo import AllocationMemo
 from kopf_scheduler.dra.allocator import AllocationError, Allocator, DeviceID, allocated_devices
 from kopf_scheduler.dra.cel import SelectorCache
@@ -55,32 +56,6 @@ from kopf_scheduler.model.resource_claim import (
     pod_claims,
 )
 from kopf_scheduler.model.selectors import NodeSelector
-from kopf_scheduler.plugin_api import (
-    SKIP,
-    SUCCESS,
-    ActionType,
-    ApiError,
-    AssumeConflictError,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    ConflictError,
-    CycleState,
-    EventResource,
-    Handle,
-    InvalidArgsError,
-    NodeInfo,
-    NodeToStatus,
-    PostFilterResult,
-    PreFilterExtensions,
-    PreFilterResult,
-    QueueingHint,
-    ResourceClaimWriter,
-    StateKey,
-    Status,
-    ensure_mapping,
-    reject_unknown,
-)
 
 logger = structlog.get_logger("kopf_scheduler.plugins.dynamic_resources")
 
@@ -114,17 +89,19 @@ class DynamicResourcesArgs:
     @classmethod
     def parse(cls, raw: Any) -> DynamicResourcesArgs:
         """Validate as upstream's ValidateDynamicResourcesArgs with its v1.34 gates."""
-        args = ensure_mapping(raw)
-        reject_unknown(args, {_FILTER_TIMEOUT})
+        args = api.ensure_mapping(raw)
+        api.reject_unknown(args, {_FILTER_TIMEOUT})
         value = args.get(_FILTER_TIMEOUT)
         if value is None:
             return cls()
         field_name = f"args.{_FILTER_TIMEOUT}"
         seconds = go_duration_seconds(value) if isinstance(value, str) else None
         if seconds is None:
-            raise InvalidArgsError(field_name, f"must be a duration such as '10s', got {value!r}")
+            raise api.InvalidArgsError(
+                field_name, f"must be a duration such as '10s', got {value!r}"
+            )
         if seconds < 0:
-            raise InvalidArgsError(field_name, f"must be zero or positive, got {value!r}")
+            raise api.InvalidArgsError(field_name, f"must be zero or positive, got {value!r}")
         return cls(filter_timeout=seconds)
 
 
@@ -161,19 +138,19 @@ class _State:
         return [(i, c.claim) for i, c in enumerate(self.claims) if c.claim.allocation is None]
 
 
-STATE_KEY: StateKey[_State] = StateKey(NAME)
+STATE_KEY: api.StateKey[_State] = api.StateKey(NAME)
 
 
-def _unresolvable(message: str) -> Status:
-    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, message)
+def _unresolvable(message: str) -> api.Status:
+    return api.Status(api.Code.UNSCHEDULABLE_AND_UNRESOLVABLE, message)
 
 
-def _error(message: str) -> Status:
-    return Status(Code.ERROR, message)
+def _error(message: str) -> api.Status:
+    return api.Status(api.Code.ERROR, message)
 
 
 def _api_error_text(error: Exception) -> str:
-    if isinstance(error, ApiError) and error.message:
+    if isinstance(error, api.ApiError) and error.message:
         return error.message
     return str(error)
 
@@ -181,7 +158,7 @@ def _api_error_text(error: Exception) -> str:
 class DynamicResources:
     name: ClassVar[str] = NAME
 
-    def __init__(self, args: DynamicResourcesArgs, handle: Handle) -> None:
+    def __init__(self, args: DynamicResourcesArgs, handle: api.Handle) -> None:
         self.args = args
         self.handle = handle
         self.dra = handle.dra
@@ -218,18 +195,18 @@ class DynamicResources:
             claims.append(claim)
         return claims
 
-    def pre_enqueue(self, pod: Pod) -> Status:
+    def pre_enqueue(self, pod: Pod) -> api.Status:
         try:
             self._pod_claims(pod.raw)
         except ClaimNotReadyError as error:
             return _unresolvable(str(error))
-        return SUCCESS
+        return api.SUCCESS
 
     # PreFilter -----------------------------------------------------------------------------------
 
     def pre_filter(
-        self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
-    ) -> tuple[PreFilterResult | None, Status]:
+        self, state: api.CycleState, pod: Pod, nodes: list[api.NodeInfo]
+    ) -> tuple[api.PreFilterResult | None, api.Status]:
         data = _State()
         state.write(STATE_KEY, data)
         try:
@@ -237,7 +214,7 @@ class DynamicResources:
         except ClaimNotReadyError as error:
             return None, _unresolvable(str(error))
         if not claims:
-            return None, SKIP
+            return None, api.SKIP
         states = [_ClaimState(claim) for claim in claims]
         to_allocate = 0
         for index, claim in enumerate(claims):
@@ -272,9 +249,9 @@ class DynamicResources:
             except AllocationError as error:
                 return None, _error(str(error))
         data.claims = states
-        return None, SUCCESS
+        return None, api.SUCCESS
 
-    def _check_requests(self, claim: ResourceClaim) -> Status:
+    def _check_requests(self, claim: ResourceClaim) -> api.Status:
         """Every request's classes exist (a missing one: wait for a DeviceClass event)."""
         spec = claim.raw.get("spec") or {}
         devices = spec.get("devices") or {}
@@ -299,16 +276,16 @@ class DynamicResources:
                 return _unresolvable(
                     f"resource claim {claim.key}, request {name}: unknown request type"
                 )
-        return SUCCESS
+        return api.SUCCESS
 
-    def _check_class(self, class_name: Any, request_name: str) -> Status:
+    def _check_class(self, class_name: Any, request_name: str) -> api.Status:
         if not class_name:
             return _error(f"request {request_name}: unsupported request type")
         if class_name not in self.dra.classes:
             return _unresolvable(
                 f"request {request_name}: device class {class_name} does not exist"
             )
-        return SUCCESS
+        return api.SUCCESS
 
     def _deadline_check(self, data: _State) -> Callable[[], bool]:
         def passed() -> bool:
@@ -316,17 +293,17 @@ class DynamicResources:
 
         return passed
 
-    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+    def pre_filter_extensions(self) -> api.PreFilterExtensions | None:
         return None
 
     # Filter --------------------------------------------------------------------------------------
 
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+    def filter(self, state: api.CycleState, pod: Pod, node_info: api.NodeInfo) -> api.Status:
         data = state.get(STATE_KEY)
         if data is None:
             return _error(STATE_NOT_FOUND)
         if not data.claims:
-            return SUCCESS
+            return api.SUCCESS
         node = node_info.node
         if node is None:
             return _error("node not found")
@@ -354,8 +331,8 @@ class DynamicResources:
                 return _unresolvable(TIMED_OUT)
             if found is None or len(found) != len(claims):
                 allocator = data.allocator
-                return Status(
-                    Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                return api.Status(
+                    api.Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                     CANNOT_ALLOCATE,
                     detail=lambda: allocator.why_not(node.raw, claims),
                 )
@@ -365,7 +342,7 @@ class DynamicResources:
             return _unresolvable(NOT_AVAILABLE_ON_NODE)
         if allocations is not None:
             data.node_allocations[node.name] = allocations
-        return SUCCESS
+        return api.SUCCESS
 
     def _timed_out(self, data: _State) -> bool:
         return data.deadline is not None and self.handle.now() >= data.deadline
@@ -373,20 +350,20 @@ class DynamicResources:
     # PostFilter ----------------------------------------------------------------------------------
 
     def post_filter(
-        self, state: CycleState, pod: Pod, node_to_status: NodeToStatus
-    ) -> tuple[PostFilterResult | None, Status]:
+        self, state: api.CycleState, pod: Pod, node_to_status: api.NodeToStatus
+    ) -> tuple[api.PostFilterResult | None, api.Status]:
         data = state.get(STATE_KEY)
         if data is None:
             return None, _error(STATE_NOT_FOUND)
         if not data.claims:
-            return None, Status(Code.UNSCHEDULABLE, NO_CLAIMS_TO_DEALLOCATE)
+            return None, api.Status(api.Code.UNSCHEDULABLE, NO_CLAIMS_TO_DEALLOCATE)
         for index in sorted(data.unavailable):
             claim = data.claims[index].claim
             reserved = claim.reserved_for
             if not reserved or reserved == (pod.uid,):
                 self.handle.spawn(self._deallocate(claim))
-                return None, Status(Code.UNSCHEDULABLE, DEALLOCATED)
-        return None, Status(Code.UNSCHEDULABLE, STILL_NOT_SCHEDULABLE)
+                return None, api.Status(api.Code.UNSCHEDULABLE, DEALLOCATED)
+        return None, api.Status(api.Code.UNSCHEDULABLE, STILL_NOT_SCHEDULABLE)
 
     async def _deallocate(self, claim: ResourceClaim) -> None:
         """Clear an allocation no node could use, so the next attempt may choose again."""
@@ -397,23 +374,23 @@ class DynamicResources:
         raw["status"] = status
         try:
             await self._writer().update_resource_claim_status(raw)
-        except (ApiError, RuntimeError) as error:
+        except (api.ApiError, RuntimeError) as error:
             logger.warning("claim_deallocation_failed", claim=claim.key, error=str(error))
 
-    def _writer(self) -> ResourceClaimWriter:
+    def _writer(self) -> api.ResourceClaimWriter:
         if self.handle.claim_writer is None:
             raise RuntimeError("no ResourceClaim writer is attached to this scheduler")
         return self.handle.claim_writer
 
     # Reserve and Unreserve -----------------------------------------------------------------------
 
-    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+    def reserve(self, state: api.CycleState, pod: Pod, node_name: str) -> api.Status:
         data = state.get(STATE_KEY)
         if data is None:
             return _error(STATE_NOT_FOUND)
         to_allocate = data.to_allocate()
         if not data.claims or not to_allocate or data.allocator is None:
-            return SUCCESS
+            return api.SUCCESS
         allocations = data.node_allocations.get(node_name)
         if not allocations:
             return _error("claim allocation not found for node")
@@ -427,9 +404,9 @@ class DynamicResources:
             data.claims[index].allocation = allocation
             allocated = _with_allocation(claim.raw, allocation)
             self.dra.signal_pending_allocation(claim.uid, allocated)
-        return SUCCESS
+        return api.SUCCESS
 
-    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+    def unreserve(self, state: api.CycleState, pod: Pod, node_name: str) -> None:
         data = state.get(STATE_KEY)
         if data is None or not data.claims:
             return
@@ -445,12 +422,12 @@ class DynamicResources:
             await self._writer().remove_resource_claim_reservation(
                 claim.namespace, claim.name, claim.uid, pod.uid
             )
-        except (ApiError, RuntimeError) as error:
+        except (api.ApiError, RuntimeError) as error:
             logger.warning("claim_unreserve_failed", claim=claim.key, error=str(error))
 
     # PreBind -------------------------------------------------------------------------------------
 
-    async def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+    async def pre_bind(self, state: api.CycleState, pod: Pod, node_name: str) -> api.Status:
         data = state.get(STATE_KEY)
         if data is None:
             return _error(STATE_NOT_FOUND)
@@ -461,7 +438,7 @@ class DynamicResources:
                 claim_state.claim = await self._bind_claim(claim_state, pod)
             except _BindError as error:
                 return _error(str(error))
-        return SUCCESS
+        return api.SUCCESS
 
     async def _bind_claim(self, claim_state: _ClaimState, pod: Pod) -> ResourceClaim:
         """Write the allocation (with the finalizer first) and the pod's reservation."""
@@ -476,7 +453,7 @@ class DynamicResources:
                 if written is not None:
                     try:
                         self.dra.assume_claim(written)
-                    except (AssumeConflictError, KeyError) as error:
+                    except (api.AssumeConflictError, KeyError) as error:
                         logger.debug("claim_not_assumed", claim=claim.key, reason=str(error))
                 self.dra.remove_pending_allocation(claim.uid)
 
@@ -490,14 +467,14 @@ class DynamicResources:
                 await self.handle.sleep(CONFLICT_RETRY_INTERVAL_SECONDS)
                 try:
                     raw = dict(await writer.get_resource_claim(claim.namespace, claim.name))
-                except ApiError as error:
+                except api.ApiError as error:
                     raise _BindError(
                         f"get updated claim {claim.key} after conflict: {_api_error_text(error)}"
                     ) from error
             try:
                 return await self._write_once(raw, claim.key, allocation, pod)
             except _BindError as error:
-                if not isinstance(error.__cause__, ConflictError) or (
+                if not isinstance(error.__cause__, api.ConflictError) or (
                     attempt == CONFLICT_RETRIES - 1
                 ):
                     raise
@@ -523,7 +500,7 @@ class DynamicResources:
                 metadata["finalizers"] = [*finalizers, FINALIZER]
                 try:
                     raw = dict(await writer.update_resource_claim({**raw, "metadata": metadata}))
-                except ApiError as error:
+                except api.ApiError as error:
                     raise _BindError(
                         f"add finalizer to claim {key}: {_api_error_text(error)}"
                     ) from error
@@ -533,7 +510,7 @@ class DynamicResources:
         status["reservedFor"] = [*(status.get("reservedFor") or []), consumer]
         try:
             stored = await writer.update_resource_claim_status({**raw, "status": status})
-        except ApiError as error:
+        except api.ApiError as error:
             what = "add allocation and reservation" if allocation is not None else "add reservation"
             raise _BindError(f"{what} to claim {key}: {_api_error_text(error)}") from error
         try:
@@ -545,10 +522,10 @@ class DynamicResources:
 
     def planned_on(
         self,
-        placed_state: CycleState,
+        placed_state: api.CycleState,
         placed: Pod,
         node_name: str,
-        later_states: Sequence[CycleState],
+        later_states: Sequence[api.CycleState],
     ) -> None:
         """The devices ``placed`` was given on ``node_name`` count as taken for the members a
         gang plan places after it (upstream's preemption never frees or counts devices, so this
@@ -599,54 +576,62 @@ class DynamicResources:
 
     # Queueing hints ------------------------------------------------------------------------------
 
-    def events_to_register(self) -> list[ClusterEventWithHint]:
+    def events_to_register(self) -> list[api.ClusterEventWithHint]:
         node_actions = (
-            ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_ALLOCATABLE
+            api.ActionType.ADD
+            | api.ActionType.UPDATE_NODE_LABEL
+            | api.ActionType.UPDATE_NODE_ALLOCATABLE
         )
-        add_or_update = ActionType.ADD | ActionType.UPDATE
+        add_or_update = api.ActionType.ADD | api.ActionType.UPDATE
         return [
-            ClusterEventWithHint(ClusterEvent(EventResource.NODE, node_actions)),
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.RESOURCE_CLAIM, add_or_update),
+            api.ClusterEventWithHint(api.ClusterEvent(api.EventResource.NODE, node_actions)),
+            api.ClusterEventWithHint(
+                api.ClusterEvent(api.EventResource.RESOURCE_CLAIM, add_or_update),
                 self._after_claim_change,
             ),
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
+            api.ClusterEventWithHint(
+                api.ClusterEvent(
+                    api.EventResource.POD, api.ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM
+                ),
                 self._after_pod_change,
             ),
-            ClusterEventWithHint(ClusterEvent(EventResource.DEVICE_CLASS, add_or_update)),
-            ClusterEventWithHint(ClusterEvent(EventResource.RESOURCE_SLICE, add_or_update)),
+            api.ClusterEventWithHint(
+                api.ClusterEvent(api.EventResource.DEVICE_CLASS, add_or_update)
+            ),
+            api.ClusterEventWithHint(
+                api.ClusterEvent(api.EventResource.RESOURCE_SLICE, add_or_update)
+            ),
         ]
 
-    def _after_claim_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+    def _after_claim_change(self, pod: Pod, old: Any, new: Any) -> api.QueueingHint:
         """A claim was added or changed: worth a try if it is one of the pod's and its status
         changed, or if any claim lost its allocation (devices became free)."""
         if not isinstance(new, ResourceClaim):
-            return QueueingHint.QUEUE
+            return api.QueueingHint.QUEUE
         try:
             uses_claim = any(c.uid == new.uid for c in self._pod_claims(pod.raw))
         except ClaimNotReadyError:
-            return QueueingHint.QUEUE_SKIP
+            return api.QueueingHint.QUEUE_SKIP
         if isinstance(old, ResourceClaim) and old.allocation is not None and new.allocation is None:
-            return QueueingHint.QUEUE
+            return api.QueueingHint.QUEUE
         if not uses_claim:
-            return QueueingHint.QUEUE_SKIP
+            return api.QueueingHint.QUEUE_SKIP
         if old is None:
-            return QueueingHint.QUEUE
+            return api.QueueingHint.QUEUE
         old_status = old.raw.get("status") if isinstance(old, ResourceClaim) else None
         if (old_status or {}) == (new.raw.get("status") or {}):
-            return QueueingHint.QUEUE_SKIP
-        return QueueingHint.QUEUE
+            return api.QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE
 
-    def _after_pod_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+    def _after_pod_change(self, pod: Pod, old: Any, new: Any) -> api.QueueingHint:
         """The pod's own generated claims were recorded: worth a try once all of them exist."""
         if not isinstance(new, Pod) or new.uid != pod.uid:
-            return QueueingHint.QUEUE_SKIP
+            return api.QueueingHint.QUEUE_SKIP
         try:
             self._pod_claims(new.raw)
         except ClaimNotReadyError:
-            return QueueingHint.QUEUE_SKIP
-        return QueueingHint.QUEUE
+            return api.QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE
 
 
 class _BindError(Exception):
@@ -665,5 +650,5 @@ def _with_allocation(raw: Mapping[str, Any], allocation: Mapping[str, Any]) -> d
     return claim
 
 
-def new(args: Mapping[str, Any] | None, handle: Handle) -> DynamicResources:
+def new(args: Mapping[str, Any] | None, handle: api.Handle) -> DynamicResources:
     return DynamicResources(DynamicResourcesArgs.parse(args), handle)

@@ -22,24 +22,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.pod import Pod
-from kopf_scheduler.plugin_api import (
-    MAX_NODE_SCORE,
-    SAFE_LIMIT,
-    SUCCESS,
-    CycleState,
-    Fallback,
-    Handle,
-    ImageState,
-    IntArray,
-    NodeColumns,
-    NodeInfo,
-    ScoreExtensions,
-    Status,
-    ensure_mapping,
-    go_div,
-    reject_unknown,
-)
 
 NAME = "ImageLocality"
 
@@ -57,7 +41,7 @@ def normalized_image_name(name: str) -> str:
     return name
 
 
-def scaled_image_score(state: ImageState, total_num_nodes: int) -> int:
+def scaled_image_score(state: api.ImageState, total_num_nodes: int) -> int:
     """The image size scaled by the fraction of nodes that have it (truncated like Go)."""
     spread = float(state.num_nodes) / float(total_num_nodes)
     return int(float(state.size) * spread)
@@ -70,7 +54,9 @@ def calculate_priority(sum_scores: int, num_containers: int) -> int:
         sum_scores = MIN_THRESHOLD
     elif sum_scores > max_threshold:
         sum_scores = max_threshold
-    return go_div(MAX_NODE_SCORE * (sum_scores - MIN_THRESHOLD), max_threshold - MIN_THRESHOLD)
+    return api.go_div(
+        api.MAX_NODE_SCORE * (sum_scores - MIN_THRESHOLD), max_threshold - MIN_THRESHOLD
+    )
 
 
 def pod_container_images(pod: Pod) -> list[str]:
@@ -84,7 +70,7 @@ def pod_container_images(pod: Pod) -> list[str]:
     return images
 
 
-def sum_image_scores(node_info: NodeInfo, images: list[str], total_num_nodes: int) -> int:
+def sum_image_scores(node_info: api.NodeInfo, images: list[str], total_num_nodes: int) -> int:
     """Sum of the spread-scaled sizes of the ``images`` present on the node."""
     states = node_info.image_states
     total = 0
@@ -98,26 +84,28 @@ def sum_image_scores(node_info: NodeInfo, images: list[str], total_num_nodes: in
 class ImageLocality:
     name: ClassVar[str] = NAME
 
-    def __init__(self, handle: Handle) -> None:
+    def __init__(self, handle: api.Handle) -> None:
         self._handle = handle
 
-    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
+    def score(
+        self, state: api.CycleState, pod: Pod, node_info: api.NodeInfo
+    ) -> tuple[int, api.Status]:
         total_num_nodes = self._handle.snapshot.num_nodes()
         images = pod_container_images(pod)
         image_sum = (
             sum_image_scores(node_info, images, total_num_nodes) if total_num_nodes > 0 else 0
         )
-        return calculate_priority(image_sum, len(images)), SUCCESS
+        return calculate_priority(image_sum, len(images)), api.SUCCESS
 
-    def score_extensions(self) -> ScoreExtensions | None:
+    def score_extensions(self) -> api.ScoreExtensions | None:
         return None
 
     def batch_score(self) -> ImageLocality:
         return self
 
     def score_nodes(
-        self, state: CycleState, pod: Pod, nodes: NodeColumns, positions: IntArray
-    ) -> IntArray:
+        self, state: api.CycleState, pod: Pod, nodes: api.NodeColumns, positions: api.IntArray
+    ) -> api.IntArray:
         images = pod_container_images(pod)
         if not images:
             return np.zeros(len(positions), dtype=np.int64)
@@ -130,16 +118,16 @@ class ImageLocality:
                 for image_state, members in index.get(normalized_image_name(image), ()):
                     sums[members] += scaled_image_score(image_state, total_num_nodes)
         picked = sums[positions]
-        if picked.max(initial=0) >= SAFE_LIMIT:
-            raise Fallback
+        if picked.max(initial=0) >= api.SAFE_LIMIT:
+            raise api.Fallback
         max_threshold = MAX_CONTAINER_THRESHOLD * len(images)
         clamped = np.where(picked < MIN_THRESHOLD, MIN_THRESHOLD, np.minimum(picked, max_threshold))
-        result: IntArray = (
-            MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
+        result: api.IntArray = (
+            api.MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
         )
         return result
 
 
-def new(args: Mapping[str, Any] | None, handle: Handle) -> ImageLocality:
-    reject_unknown(ensure_mapping(args), set())
+def new(args: Mapping[str, Any] | None, handle: api.Handle) -> ImageLocality:
+    api.reject_unknown(api.ensure_mapping(args), set())
     return ImageLocality(handle)

@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.errors import InvalidObjectError
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pod import Pod
@@ -40,35 +41,6 @@ from kopf_scheduler.model.selectors import (
     NodeSelectorTerm,
     PreferredSchedulingTerm,
     Requirement,
-)
-from kopf_scheduler.plugin_api import (
-    MAX_NODE_SCORE,
-    SKIP,
-    SUCCESS,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
-    EventResource,
-    Fallback,
-    FreeColumns,
-    Handle,
-    IntArray,
-    InvalidArgsError,
-    NodeColumns,
-    NodeInfo,
-    NodeRejections,
-    NodeScore,
-    PreFilterExtensions,
-    PreFilterResult,
-    QueueingHint,
-    StateKey,
-    Status,
-    default_normalize_score,
-    ensure_mapping,
-    go_div_array,
-    reject_unknown,
 )
 
 NAME = "NodeAffinity"
@@ -214,8 +186,8 @@ class _PreScoreState:
         return self
 
 
-PRE_FILTER_KEY: StateKey[RequiredNodeAffinity] = StateKey("PreFilter" + NAME)
-PRE_SCORE_KEY: StateKey[_PreScoreState] = StateKey("PreScore" + NAME)
+PRE_FILTER_KEY: api.StateKey[RequiredNodeAffinity] = api.StateKey("PreFilter" + NAME)
+PRE_SCORE_KEY: api.StateKey[_PreScoreState] = api.StateKey("PreScore" + NAME)
 
 
 def preferred_score(terms: tuple[PreferredSchedulingTerm, ...], node: Node) -> int:
@@ -278,8 +250,8 @@ class NodeAffinityArgs:
 
     @classmethod
     def parse(cls, raw: Any) -> NodeAffinityArgs:
-        args = ensure_mapping(raw)
-        reject_unknown(args, {"addedAffinity"})
+        args = api.ensure_mapping(raw)
+        api.reject_unknown(args, {"addedAffinity"})
         added = args.get("addedAffinity")
         if added is None:
             return cls()
@@ -291,15 +263,15 @@ _PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
 def _parse_added_affinity(raw: Any, field: str) -> AddedAffinity:
-    added = ensure_mapping(raw, field)
-    reject_unknown(added, {_REQUIRED, _PREFERRED}, field)
+    added = api.ensure_mapping(raw, field)
+    api.reject_unknown(added, {_REQUIRED, _PREFERRED}, field)
     required: NodeSelector | None = None
     if added.get(_REQUIRED) is not None:
         required = _parse_node_selector(added[_REQUIRED], f"{field}.{_REQUIRED}")
     preferred: list[PreferredSchedulingTerm] = []
     raw_preferred = added.get(_PREFERRED) or []
     if not isinstance(raw_preferred, list):
-        raise InvalidArgsError(f"{field}.{_PREFERRED}", "must be a list")
+        raise api.InvalidArgsError(f"{field}.{_PREFERRED}", "must be a list")
     for index, entry in enumerate(raw_preferred):
         parsed = _parse_preferred(entry, f"{field}.{_PREFERRED}[{index}]")
         if parsed is not None:
@@ -308,24 +280,24 @@ def _parse_added_affinity(raw: Any, field: str) -> AddedAffinity:
 
 
 def _parse_node_selector(raw: Any, field: str) -> NodeSelector:
-    selector = ensure_mapping(raw, field)
-    reject_unknown(selector, {"nodeSelectorTerms"}, field)
+    selector = api.ensure_mapping(raw, field)
+    api.reject_unknown(selector, {"nodeSelectorTerms"}, field)
     raw_terms = selector.get("nodeSelectorTerms") or []
     if not isinstance(raw_terms, list):
-        raise InvalidArgsError(f"{field}.nodeSelectorTerms", "must be a list")
+        raise api.InvalidArgsError(f"{field}.nodeSelectorTerms", "must be a list")
     return NodeSelector(
         [_parse_term(t, f"{field}.nodeSelectorTerms[{i}]") for i, t in enumerate(raw_terms)]
     )
 
 
 def _parse_preferred(raw: Any, field: str) -> PreferredSchedulingTerm | None:
-    entry = ensure_mapping(raw, field)
-    reject_unknown(entry, {"weight", "preference"}, field)
+    entry = api.ensure_mapping(raw, field)
+    api.reject_unknown(entry, {"weight", "preference"}, field)
     weight = entry.get("weight", 0)
     if not isinstance(weight, int) or isinstance(weight, bool):
-        raise InvalidArgsError(f"{field}.weight", f"must be an integer, got {weight!r}")
+        raise api.InvalidArgsError(f"{field}.weight", f"must be an integer, got {weight!r}")
     if not -(2**31) <= weight < 2**31:
-        raise InvalidArgsError(f"{field}.weight", f"out of the int32 range: {weight}")
+        raise api.InvalidArgsError(f"{field}.weight", f"out of the int32 range: {weight}")
     term = _parse_term(entry.get("preference"), f"{field}.preference")
     if weight == 0 or not (term.label_requirements or term.field_requirements):
         return None
@@ -334,21 +306,21 @@ def _parse_preferred(raw: Any, field: str) -> PreferredSchedulingTerm | None:
 
 def _parse_term(raw: Any, field: str) -> NodeSelectorTerm:
     if raw is not None:
-        term_raw = ensure_mapping(raw, field)
-        reject_unknown(term_raw, {"matchExpressions", "matchFields"}, field)
+        term_raw = api.ensure_mapping(raw, field)
+        api.reject_unknown(term_raw, {"matchExpressions", "matchFields"}, field)
         for key in ("matchExpressions", "matchFields"):
             for index, requirement in enumerate(term_raw.get(key) or []):
                 if isinstance(requirement, Mapping):
-                    reject_unknown(
+                    api.reject_unknown(
                         requirement, {"key", "operator", "values"}, f"{field}.{key}[{index}]"
                     )
     try:
         term = NodeSelectorTerm.parse(raw, field)
     except InvalidObjectError as error:
-        raise InvalidArgsError(error.field, error.reason) from None
+        raise api.InvalidArgsError(error.field, error.reason) from None
     errors = term_errors(term, field)
     if errors:
-        raise InvalidArgsError(field, _aggregate(errors))
+        raise api.InvalidArgsError(field, _aggregate(errors))
     return term
 
 
@@ -367,70 +339,74 @@ class NodeAffinity:
     # PreFilter / Filter ------------------------------------------------------------------------
 
     def pre_filter(
-        self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
-    ) -> tuple[PreFilterResult | None, Status]:
+        self, state: api.CycleState, pod: Pod, nodes: list[api.NodeInfo]
+    ) -> tuple[api.PreFilterResult | None, api.Status]:
         required = pod.node_affinity_required
         if required is None and self._added_required is None and not pod.node_selector:
-            return None, SKIP
+            return None, api.SKIP
         state.write(PRE_FILTER_KEY, RequiredNodeAffinity(pod))
         if required is None or not required.terms:
-            return None, SUCCESS
+            return None, api.SUCCESS
         names = node_names_from_required(required)
         if names is None:
-            return None, SUCCESS
+            return None, api.SUCCESS
         if not names:
-            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON_CONFLICT)
-        return PreFilterResult(names), SUCCESS
+            return None, api.Status(api.Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON_CONFLICT)
+        return api.PreFilterResult(names), api.SUCCESS
 
-    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+    def pre_filter_extensions(self) -> api.PreFilterExtensions | None:
         return None
 
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+    def filter(self, state: api.CycleState, pod: Pod, node_info: api.NodeInfo) -> api.Status:
         node = node_info.node
         if node is None:
-            return Status(Code.ERROR, "node not found")
+            return api.Status(api.Code.ERROR, "node not found")
         added = self._added_required
         if added is not None and not added.matches(node.name, node.labels):
-            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON_ENFORCED)
+            return api.Status(api.Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON_ENFORCED)
         required = state.get(PRE_FILTER_KEY)
         if required is None:
             required = RequiredNodeAffinity(pod)
         if not required.matches(node):
-            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON_POD)
-        return SUCCESS
+            return api.Status(api.Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON_POD)
+        return api.SUCCESS
 
     # PreScore / Score --------------------------------------------------------------------------
 
-    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
+    def pre_score(self, state: api.CycleState, pod: Pod, nodes: list[api.NodeInfo]) -> api.Status:
         try:
             preferred = pod_preferred_terms(pod)
         except ValueError as error:
-            return Status.from_error(error)
+            return api.Status.from_error(error)
         if not pod.node_affinity_preferred and not self._added_preferred:
-            return SKIP
+            return api.SKIP
         state.write(PRE_SCORE_KEY, _PreScoreState(preferred))
-        return SUCCESS
+        return api.SUCCESS
 
-    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
+    def score(
+        self, state: api.CycleState, pod: Pod, node_info: api.NodeInfo
+    ) -> tuple[int, api.Status]:
         node = node_info.node
         if node is None:
-            return 0, Status(Code.ERROR, "node not found")
+            return 0, api.Status(api.Code.ERROR, "node not found")
         total = preferred_score(self._added_preferred, node) if self._added_preferred else 0
         pre_score = state.get(PRE_SCORE_KEY)
         if pre_score is None:
             try:
                 pre_score = _PreScoreState(pod_preferred_terms(pod))
             except ValueError as error:
-                return 0, Status.from_error(error)
+                return 0, api.Status.from_error(error)
         if pre_score.preferred:
             total += preferred_score(pre_score.preferred, node)
-        return total, SUCCESS
+        return total, api.SUCCESS
 
     def score_extensions(self) -> NodeAffinity:
         return self
 
-    def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status:
-        return default_normalize_score(MAX_NODE_SCORE, False, scores)
+    def normalize_score(
+        self, state: api.CycleState, pod: Pod, scores: list[api.NodeScore]
+    ) -> api.Status:
+        return api.default_normalize_score(api.MAX_NODE_SCORE, False, scores)
 
     # Batch Filter and Score --------------------------------------------------------------------
 
@@ -438,61 +414,63 @@ class NodeAffinity:
         return self if self.args.added_affinity is None else None
 
     def filter_nodes(
-        self, state: CycleState, pod: Pod, nodes: NodeColumns, free: FreeColumns
-    ) -> NodeRejections | None:
+        self, state: api.CycleState, pod: Pod, nodes: api.NodeColumns, free: api.FreeColumns
+    ) -> api.NodeRejections | None:
         required = state.get(PRE_FILTER_KEY)
         if required is None:
             required = RequiredNodeAffinity(pod)
-        return NodeRejections(~nodes.selector_mask(required.node_selector, required.terms))
+        return api.NodeRejections(~nodes.selector_mask(required.node_selector, required.terms))
 
     def batch_score(self) -> NodeAffinity | None:
         return self if self.args.added_affinity is None else None
 
     def score_nodes(
-        self, state: CycleState, pod: Pod, nodes: NodeColumns, positions: IntArray
-    ) -> IntArray:
+        self, state: api.CycleState, pod: Pod, nodes: api.NodeColumns, positions: api.IntArray
+    ) -> api.IntArray:
         pre_score = state.get(PRE_SCORE_KEY)
         if pre_score is None:
-            raise Fallback
+            raise api.Fallback
         raw = np.zeros(len(positions), dtype=np.int64)
         for term in pre_score.preferred:
             raw += np.where(nodes.term_mask(term.term)[positions], term.weight, 0)
         highest = max(int(raw.max()) if len(raw) else 0, 0)
         if highest == 0:
             return raw
-        return go_div_array(MAX_NODE_SCORE * raw, highest)
+        return api.go_div_array(api.MAX_NODE_SCORE * raw, highest)
 
     # Events --------------------------------------------------------------------------------
 
-    def is_schedulable_after_node_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+    def is_schedulable_after_node_change(self, pod: Pod, old: Any, new: Any) -> api.QueueingHint:
         """Queue when a node is added that matches, or is relabelled from not matching to
         matching; the profile's added affinity must match the node too."""
         if not isinstance(new, Node) or (old is not None and not isinstance(old, Node)):
-            return QueueingHint.QUEUE
+            return api.QueueingHint.QUEUE
         added = self._added_required
         if added is not None and not added.matches(new.name, new.labels):
-            return QueueingHint.QUEUE_SKIP
+            return api.QueueingHint.QUEUE_SKIP
         required = RequiredNodeAffinity(pod)
         matched, error = required.match(new)
         if error:
-            return QueueingHint.QUEUE
+            return api.QueueingHint.QUEUE
         if not matched:
-            return QueueingHint.QUEUE_SKIP
+            return api.QueueingHint.QUEUE_SKIP
         if old is None:
-            return QueueingHint.QUEUE
+            return api.QueueingHint.QUEUE
         was_matched, error = required.match(old)
         if error:
-            return QueueingHint.QUEUE
-        return QueueingHint.QUEUE_SKIP if was_matched else QueueingHint.QUEUE
+            return api.QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE_SKIP if was_matched else api.QueueingHint.QUEUE
 
-    def events_to_register(self) -> list[ClusterEventWithHint]:
+    def events_to_register(self) -> list[api.ClusterEventWithHint]:
         return [
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
+            api.ClusterEventWithHint(
+                api.ClusterEvent(
+                    api.EventResource.NODE, api.ActionType.ADD | api.ActionType.UPDATE_NODE_LABEL
+                ),
                 self.is_schedulable_after_node_change,
             )
         ]
 
 
-def new(args: Mapping[str, Any] | None, handle: Handle) -> NodeAffinity:
+def new(args: Mapping[str, Any] | None, handle: api.Handle) -> NodeAffinity:
     return NodeAffinity(NodeAffinityArgs.parse(args))

@@ -15,27 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.pod import HostPort, Pod
-from kopf_scheduler.plugin_api import (
-    SKIP,
-    SUCCESS,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
-    EventResource,
-    Handle,
-    HostPortUsage,
-    NodeInfo,
-    PreFilterExtensions,
-    PreFilterResult,
-    QueueingHint,
-    StateKey,
-    Status,
-    ensure_mapping,
-    reject_unknown,
-)
 
 NAME = "NodePorts"
 REASON_PORTS = "node(s) didn't have free ports for the requested pod ports"
@@ -53,68 +34,70 @@ class _PreFilterState:
         return self
 
 
-PRE_FILTER_KEY: StateKey[_PreFilterState] = StateKey("PreFilter" + NAME)
+PRE_FILTER_KEY: api.StateKey[_PreFilterState] = api.StateKey("PreFilter" + NAME)
 
 
-def fits_ports(wanted: Iterable[HostPort], in_use: HostPortUsage) -> bool:
+def fits_ports(wanted: Iterable[HostPort], in_use: api.HostPortUsage) -> bool:
     """Whether none of ``wanted`` conflicts with the ports in ``in_use``."""
     return not any(in_use.conflicts(port) for port in wanted)
 
 
-def fits(pod: Pod, node_info: NodeInfo) -> bool:
+def fits(pod: Pod, node_info: api.NodeInfo) -> bool:
     """Whether ``pod``'s host ports are all free on the node."""
     return fits_ports(pod.host_ports, node_info.used_ports)
 
 
-def _is_schedulable_after_pod_deleted(pod: Pod, old: Any, new: Any) -> QueueingHint:
+def _is_schedulable_after_pod_deleted(pod: Pod, old: Any, new: Any) -> api.QueueingHint:
     """Queue only when the deleted pod was placed (or nominated) and held a port ``pod`` needs."""
     deleted = old
     if not isinstance(deleted, Pod):
-        return QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE
     if not deleted.node_name and not deleted.nominated_node_name:
-        return QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE_SKIP
     if not deleted.host_ports:
-        return QueueingHint.QUEUE_SKIP
-    freed = HostPortUsage()
+        return api.QueueingHint.QUEUE_SKIP
+    freed = api.HostPortUsage()
     for port in deleted.host_ports:
         freed.add(port)
     if fits_ports(pod.host_ports, freed):
-        return QueueingHint.QUEUE_SKIP
-    return QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE_SKIP
+    return api.QueueingHint.QUEUE
 
 
 class NodePorts:
     name: ClassVar[str] = NAME
 
     def pre_filter(
-        self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
-    ) -> tuple[PreFilterResult | None, Status]:
+        self, state: api.CycleState, pod: Pod, nodes: list[api.NodeInfo]
+    ) -> tuple[api.PreFilterResult | None, api.Status]:
         if not pod.host_ports:
-            return None, SKIP
+            return None, api.SKIP
         state.write(PRE_FILTER_KEY, _PreFilterState(pod.host_ports))
-        return None, SUCCESS
+        return None, api.SUCCESS
 
-    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+    def pre_filter_extensions(self) -> api.PreFilterExtensions | None:
         return None
 
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+    def filter(self, state: api.CycleState, pod: Pod, node_info: api.NodeInfo) -> api.Status:
         pre_filter = state.get(PRE_FILTER_KEY)
         if pre_filter is None:
-            return Status(Code.ERROR, f"{PRE_FILTER_KEY.name!r} not found in the cycle state")
+            return api.Status(
+                api.Code.ERROR, f"{PRE_FILTER_KEY.name!r} not found in the cycle state"
+            )
         if fits_ports(pre_filter.ports, node_info.used_ports):
-            return SUCCESS
-        return Status(Code.UNSCHEDULABLE, REASON_PORTS)
+            return api.SUCCESS
+        return api.Status(api.Code.UNSCHEDULABLE, REASON_PORTS)
 
-    def events_to_register(self) -> list[ClusterEventWithHint]:
+    def events_to_register(self) -> list[api.ClusterEventWithHint]:
         return [
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.POD, ActionType.DELETE),
+            api.ClusterEventWithHint(
+                api.ClusterEvent(api.EventResource.POD, api.ActionType.DELETE),
                 _is_schedulable_after_pod_deleted,
             ),
-            ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD)),
+            api.ClusterEventWithHint(api.ClusterEvent(api.EventResource.NODE, api.ActionType.ADD)),
         ]
 
 
-def new(args: Mapping[str, Any] | None, handle: Handle) -> NodePorts:
-    reject_unknown(ensure_mapping(args), set())
+def new(args: Mapping[str, Any] | None, handle: api.Handle) -> NodePorts:
+    api.reject_unknown(api.ensure_mapping(args), set())
     return NodePorts()

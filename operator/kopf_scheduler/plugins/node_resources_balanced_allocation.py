@@ -20,24 +20,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.pod import Pod
-from kopf_scheduler.plugin_api import (
-    MAX_NODE_SCORE,
-    SKIP,
-    SUCCESS,
-    CycleState,
-    Fallback,
-    Handle,
-    IntArray,
-    InvalidArgsError,
-    NodeColumns,
-    NodeInfo,
-    ScoreExtensions,
-    StateKey,
-    Status,
-    ensure_mapping,
-    reject_unknown,
-)
 from kopf_scheduler.plugins.resource_allocation import (
     DEFAULT_RESOURCES,
     PodRequestsState,
@@ -72,7 +56,7 @@ def balanced_resource_scorer(requested: Sequence[int], allocatable: Sequence[int
         for fraction in fractions:
             squares = squares + (fraction - mean) * (fraction - mean)
         std = math.sqrt(squares / float(len(fractions)))
-    return int((1 - std) * float(MAX_NODE_SCORE))
+    return int((1 - std) * float(api.MAX_NODE_SCORE))
 
 
 @dataclass(frozen=True)
@@ -81,21 +65,25 @@ class Args:
 
     @classmethod
     def parse(cls, raw: Any) -> Args:
-        args = ensure_mapping(raw)
-        reject_unknown(args, {"resources"})
+        args = api.ensure_mapping(raw)
+        api.reject_unknown(args, {"resources"})
         field = "args.resources"
         resources = parse_resource_specs(args.get("resources"), field)
         seen: set[str] = set()
         for index, spec in enumerate(resources):
             if spec.name in seen:
-                raise InvalidArgsError(f"{field}[{index}].name", f"duplicate value {spec.name!r}")
+                raise api.InvalidArgsError(
+                    f"{field}[{index}].name", f"duplicate value {spec.name!r}"
+                )
             seen.add(spec.name)
             if spec.weight != 1:
-                raise InvalidArgsError(f"{field}[{index}].weight", f"must be 1, got {spec.weight}")
+                raise api.InvalidArgsError(
+                    f"{field}[{index}].weight", f"must be 1, got {spec.weight}"
+                )
         return cls(resources)
 
 
-PRE_SCORE_KEY: StateKey[PodRequestsState] = StateKey("PreScore" + NAME)
+PRE_SCORE_KEY: api.StateKey[PodRequestsState] = api.StateKey("PreScore" + NAME)
 
 
 class NodeResourcesBalancedAllocation:
@@ -107,32 +95,34 @@ class NodeResourcesBalancedAllocation:
             NAME, balanced_resource_scorer, args.resources, use_requested=True
         )
 
-    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
+    def pre_score(self, state: api.CycleState, pod: Pod, nodes: list[api.NodeInfo]) -> api.Status:
         pod_requests = self.scorer.pod_request_list(pod)
         if self.scorer.is_best_effort(pod_requests):
-            return SKIP
+            return api.SKIP
         state.write(PRE_SCORE_KEY, PodRequestsState(pod_requests))
-        return SUCCESS
+        return api.SUCCESS
 
-    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
+    def score(
+        self, state: api.CycleState, pod: Pod, node_info: api.NodeInfo
+    ) -> tuple[int, api.Status]:
         pre_score = state.get(PRE_SCORE_KEY)
         if pre_score is not None:
             pod_requests = pre_score.pod_requests
         else:
             pod_requests = self.scorer.pod_request_list(pod)
             if self.scorer.is_best_effort(pod_requests):
-                return 0, SUCCESS
+                return 0, api.SUCCESS
         return self.scorer.score(node_info, pod_requests)
 
-    def score_extensions(self) -> ScoreExtensions | None:
+    def score_extensions(self) -> api.ScoreExtensions | None:
         return None
 
     def batch_score(self) -> NodeResourcesBalancedAllocation | None:
         return self if batch_resources_supported(self.args.resources) else None
 
     def score_nodes(
-        self, state: CycleState, pod: Pod, nodes: NodeColumns, positions: IntArray
-    ) -> IntArray:
+        self, state: api.CycleState, pod: Pod, nodes: api.NodeColumns, positions: api.IntArray
+    ) -> api.IntArray:
         pre_score = state.get(PRE_SCORE_KEY)
         scorer = self.scorer
         if pre_score is not None:
@@ -150,17 +140,17 @@ class NodeResourcesBalancedAllocation:
         count = len(positions)
         if len(fractions) != 2:
             if len(fractions) > 2:
-                raise Fallback
-            return np.full(count, MAX_NODE_SCORE, dtype=np.int64)
+                raise api.Fallback
+            return np.full(count, api.MAX_NODE_SCORE, dtype=np.int64)
         (all_a, present_a, first), (all_b, present_b, second) = fractions
         std = np.abs((first - second) / 2)
         if not (all_a and all_b):
             std = np.where(present_a & present_b, std, 0.0)
-        result: IntArray = np.trunc((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+        result: api.IntArray = np.trunc((1 - std) * float(api.MAX_NODE_SCORE)).astype(np.int64)
         return result
 
 
-def new(args: Mapping[str, Any] | None, handle: Handle) -> NodeResourcesBalancedAllocation:
+def new(args: Mapping[str, Any] | None, handle: api.Handle) -> NodeResourcesBalancedAllocation:
     return NodeResourcesBalancedAllocation(Args.parse(args))
 
 

@@ -25,38 +25,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resource
-from kopf_scheduler.plugin_api import (
-    MAX_NODE_SCORE,
-    SAFE_LIMIT,
-    SUCCESS,
-    ActionType,
-    BoolArray,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
-    EventResource,
-    Fallback,
-    FreeColumns,
-    Handle,
-    IntArray,
-    InvalidArgsError,
-    NodeColumns,
-    NodeInfo,
-    NodeRejections,
-    PreFilterExtensions,
-    PreFilterResult,
-    QueueingHint,
-    ScoreExtensions,
-    StateKey,
-    StateNotFoundError,
-    Status,
-    ensure_mapping,
-    reject_unknown,
-)
 from kopf_scheduler.plugins.resource_allocation import (
     PodRequestsState,
     ResourceAllocationScorer,
@@ -118,7 +90,7 @@ def _is_ignored(name: str, ignored: frozenset[str], ignored_groups: frozenset[st
 
 def fits_request(
     pod_request: Resource,
-    node_info: NodeInfo,
+    node_info: api.NodeInfo,
     ignored_resources: frozenset[str] = frozenset(),
     ignored_resource_groups: frozenset[str] = frozenset(),
 ) -> list[InsufficientResource]:
@@ -181,20 +153,20 @@ def fits_request(
     return result
 
 
-def insufficient_resources(pod: Pod, node_info: NodeInfo) -> list[InsufficientResource]:
+def insufficient_resources(pod: Pod, node_info: api.NodeInfo) -> list[InsufficientResource]:
     """What ``node_info`` lacks for ``pod``'s effective request (:func:`fits_request` with
     nothing ignored); empty when the pod fits."""
     return fits_request(pod.requests, node_info)
 
 
-def status_for(insufficient: Sequence[InsufficientResource]) -> Status:
+def status_for(insufficient: Sequence[InsufficientResource]) -> api.Status:
     """The filter status for a non-empty shortfall list: every reason, UnschedulableAndUnresolvable
     as soon as one shortfall is unresolvable, Unschedulable otherwise."""
-    code = Code.UNSCHEDULABLE
+    code = api.Code.UNSCHEDULABLE
     for entry in insufficient:
         if entry.unresolvable:
-            code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-    return Status(code, *(entry.reason for entry in insufficient))
+            code = api.Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    return api.Status(code, *(entry.reason for entry in insufficient))
 
 
 # --------------------------------------------------------------------------------------------
@@ -218,21 +190,21 @@ class Args:
     @classmethod
     def parse(cls, raw: Any) -> Args:
         base = "args"
-        args = ensure_mapping(raw, base)
-        reject_unknown(args, {"ignoredResources", "ignoredResourceGroups", "scoringStrategy"})
+        args = api.ensure_mapping(raw, base)
+        api.reject_unknown(args, {"ignoredResources", "ignoredResourceGroups", "scoringStrategy"})
         ignored = _string_list(args.get("ignoredResources"), f"{base}.ignoredResources")
         for index, name in enumerate(ignored):
             if not is_qualified_name(name):
-                raise InvalidArgsError(
+                raise api.InvalidArgsError(
                     f"{base}.ignoredResources[{index}]", f"{name!r} is not a qualified name"
                 )
         groups = _string_list(args.get("ignoredResourceGroups"), f"{base}.ignoredResourceGroups")
         for index, group in enumerate(groups):
             group_field = f"{base}.ignoredResourceGroups[{index}]"
             if "/" in group:
-                raise InvalidArgsError(group_field, "resource group name can't contain '/'")
+                raise api.InvalidArgsError(group_field, "resource group name can't contain '/'")
             if not is_qualified_name(group):
-                raise InvalidArgsError(group_field, f"{group!r} is not a qualified name")
+                raise api.InvalidArgsError(group_field, f"{group!r} is not a qualified name")
         strategy = _parse_strategy(args.get("scoringStrategy"), f"{base}.scoringStrategy")
         return cls(frozenset(ignored), frozenset(groups), strategy)
 
@@ -241,18 +213,18 @@ def _string_list(raw: Any, field_name: str) -> list[str]:
     if raw is None:
         return []
     if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
-        raise InvalidArgsError(field_name, f"must be a list of strings, got {raw!r}")
+        raise api.InvalidArgsError(field_name, f"must be a list of strings, got {raw!r}")
     return list(raw)
 
 
 def _parse_strategy(raw: Any, base: str) -> ScoringStrategy:
     if raw is None:
         return ScoringStrategy()
-    strategy = ensure_mapping(raw, base)
-    reject_unknown(strategy, {"type", "resources", "requestedToCapacityRatio"}, base)
+    strategy = api.ensure_mapping(raw, base)
+    api.reject_unknown(strategy, {"type", "resources", "requestedToCapacityRatio"}, base)
     kind = strategy.get("type", "")
     if kind not in STRATEGIES:
-        raise InvalidArgsError(
+        raise api.InvalidArgsError(
             f"{base}.type", f"unsupported value {kind!r}; supported values: {', '.join(STRATEGIES)}"
         )
     resources = parse_resource_specs(strategy.get("resources"), f"{base}.resources")
@@ -262,12 +234,14 @@ def _parse_strategy(raw: Any, base: str) -> ScoringStrategy:
     shape: tuple[ShapePoint, ...] = ()
     if kind == REQUESTED_TO_CAPACITY_RATIO:
         if ratio is None:
-            raise InvalidArgsError(ratio_field, "must be specified when type is " + kind)
-        ratio_args = ensure_mapping(ratio, ratio_field)
-        reject_unknown(ratio_args, {"shape"}, ratio_field)
+            raise api.InvalidArgsError(ratio_field, "must be specified when type is " + kind)
+        ratio_args = api.ensure_mapping(ratio, ratio_field)
+        api.reject_unknown(ratio_args, {"shape"}, ratio_field)
         shape = parse_shape(ratio_args.get("shape"), f"{ratio_field}.shape")
     elif ratio is not None:
-        raise InvalidArgsError(ratio_field, "must be nil when type is not RequestedToCapacityRatio")
+        raise api.InvalidArgsError(
+            ratio_field, "must be nil when type is not RequestedToCapacityRatio"
+        )
     return ScoringStrategy(kind, resources, shape)
 
 
@@ -295,8 +269,8 @@ class _PreFilterState:
         return self
 
 
-PRE_FILTER_KEY: StateKey[_PreFilterState] = StateKey("PreFilter" + NAME)
-PRE_SCORE_KEY: StateKey[PodRequestsState] = StateKey("PreScore" + NAME)
+PRE_FILTER_KEY: api.StateKey[_PreFilterState] = api.StateKey("PreFilter" + NAME)
+PRE_SCORE_KEY: api.StateKey[PodRequestsState] = api.StateKey("PreScore" + NAME)
 
 
 # --------------------------------------------------------------------------------------------
@@ -310,29 +284,29 @@ _SHORT_EPHEMERAL = 8
 _UNRESOLVABLE = 16
 
 
-def _batch_request(state: CycleState, free: FreeColumns) -> Resource:
+def _batch_request(state: api.CycleState, free: api.FreeColumns) -> Resource:
     """The pod's request, if the batch arithmetic can model it and the nominated pods counted
     in ``free``."""
     if any(is_scalar_resource_name(name) for name in free.nominated_scalar):
-        raise Fallback
+        raise api.Fallback
     pre_filter = state.get(PRE_FILTER_KEY)
     if pre_filter is None:
-        raise Fallback
+        raise api.Fallback
     request = pre_filter.request
     if any(is_scalar_resource_name(name) for name in request.scalar):
-        raise Fallback
+        raise api.Fallback
     wanted = (request.milli_cpu, request.memory, request.ephemeral_storage)
-    if not all(0 <= value < SAFE_LIMIT for value in wanted):
-        raise Fallback
+    if not all(0 <= value < api.SAFE_LIMIT for value in wanted):
+        raise api.Fallback
     return request
 
 
 def _shortfall_numbers(
-    nodes: NodeColumns, request: Resource, positions: IntArray, free: FreeColumns
-) -> IntArray:
+    nodes: api.NodeColumns, request: Resource, positions: api.IntArray, free: api.FreeColumns
+) -> api.IntArray:
     """The rejection number of each node at ``positions``."""
     mirror = nodes.mirror
-    numbers: IntArray = np.where(free.pods[positions] < 1, _TOO_MANY_PODS, 0)
+    numbers: api.IntArray = np.where(free.pods[positions] < 1, _TOO_MANY_PODS, 0)
     unresolvable = np.zeros(len(positions), dtype=np.bool_)
     for value, column, allocatable, bit in (
         (request.milli_cpu, free.cpu, mirror.alloc_cpu, _SHORT_CPU),
@@ -344,7 +318,7 @@ def _shortfall_numbers(
         short = column[positions] < value
         numbers |= np.where(short, bit, 0)
         unresolvable |= short & (allocatable[positions] < value)
-    result: IntArray = numbers | np.where(unresolvable, _UNRESOLVABLE, 0)
+    result: api.IntArray = numbers | np.where(unresolvable, _UNRESOLVABLE, 0)
     return result
 
 
@@ -378,18 +352,18 @@ def _scaled_down(target: Pod, original: Pod, modified: Pod) -> bool:
     return False
 
 
-def is_schedulable_after_pod_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+def is_schedulable_after_pod_change(pod: Pod, old: Any, new: Any) -> api.QueueingHint:
     """A pod was deleted or scaled down: worth a retry if it was (to be) on a node and, for a
     scale-down, released something the pending pod requests."""
     if not isinstance(old, Pod) or (new is not None and not isinstance(new, Pod)):
-        return QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE
     if new is None:
         if not old.node_name and not old.nominated_node_name:
-            return QueueingHint.QUEUE_SKIP
-        return QueueingHint.QUEUE
+            return api.QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE
     if _scaled_down(pod, old, new):
-        return QueueingHint.QUEUE
-    return QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE
+    return api.QueueingHint.QUEUE_SKIP
 
 
 def _any_requested_resource_increased(pod: Pod, old: Node, new: Node) -> bool:
@@ -413,16 +387,16 @@ def _any_requested_resource_increased(pod: Pod, old: Node, new: Node) -> bool:
     return False
 
 
-def is_schedulable_after_node_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+def is_schedulable_after_node_change(pod: Pod, old: Any, new: Any) -> api.QueueingHint:
     """A node was added or its allocatable changed: worth a retry if an empty node of that shape
     would fit the pod and (for an update) something the pod requests grew."""
     if not isinstance(new, Node) or (old is not None and not isinstance(old, Node)):
-        return QueueingHint.QUEUE
-    if insufficient_resources(pod, NodeInfo(new)):
-        return QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE
+    if insufficient_resources(pod, api.NodeInfo(new)):
+        return api.QueueingHint.QUEUE_SKIP
     if old is None or _any_requested_resource_increased(pod, old, new):
-        return QueueingHint.QUEUE
-    return QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE
+    return api.QueueingHint.QUEUE_SKIP
 
 
 # --------------------------------------------------------------------------------------------
@@ -440,38 +414,40 @@ class NodeResourcesFit:
         )
 
     def pre_filter(
-        self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
-    ) -> tuple[PreFilterResult | None, Status]:
+        self, state: api.CycleState, pod: Pod, nodes: list[api.NodeInfo]
+    ) -> tuple[api.PreFilterResult | None, api.Status]:
         state.write(PRE_FILTER_KEY, _PreFilterState(pod.requests))
-        return None, SUCCESS
+        return None, api.SUCCESS
 
-    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+    def pre_filter_extensions(self) -> api.PreFilterExtensions | None:
         return None
 
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+    def filter(self, state: api.CycleState, pod: Pod, node_info: api.NodeInfo) -> api.Status:
         try:
             request = state.read(PRE_FILTER_KEY).request
-        except StateNotFoundError as error:
-            return Status.from_error(error)
+        except api.StateNotFoundError as error:
+            return api.Status.from_error(error)
         insufficient = fits_request(
             request, node_info, self.args.ignored_resources, self.args.ignored_resource_groups
         )
         if not insufficient:
-            return SUCCESS
+            return api.SUCCESS
         return status_for(insufficient)
 
-    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
+    def pre_score(self, state: api.CycleState, pod: Pod, nodes: list[api.NodeInfo]) -> api.Status:
         state.write(PRE_SCORE_KEY, PodRequestsState(self.scorer.pod_request_list(pod)))
-        return SUCCESS
+        return api.SUCCESS
 
-    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
+    def score(
+        self, state: api.CycleState, pod: Pod, node_info: api.NodeInfo
+    ) -> tuple[int, api.Status]:
         pre_score = state.get(PRE_SCORE_KEY)
         pod_requests = (
             pre_score.pod_requests if pre_score is not None else self.scorer.pod_request_list(pod)
         )
         return self.scorer.score(node_info, pod_requests)
 
-    def score_extensions(self) -> ScoreExtensions | None:
+    def score_extensions(self) -> api.ScoreExtensions | None:
         return None
 
     # Batch Filter and Score --------------------------------------------------------------------
@@ -480,10 +456,10 @@ class NodeResourcesFit:
         return self
 
     def filter_nodes(
-        self, state: CycleState, pod: Pod, nodes: NodeColumns, free: FreeColumns
-    ) -> NodeRejections | None:
+        self, state: api.CycleState, pod: Pod, nodes: api.NodeColumns, free: api.FreeColumns
+    ) -> api.NodeRejections | None:
         request = _batch_request(state, free)
-        fails: BoolArray = free.pods < 1
+        fails: api.BoolArray = free.pods < 1
         for value, column in (
             (request.milli_cpu, free.cpu),
             (request.memory, free.memory),
@@ -494,21 +470,21 @@ class NodeResourcesFit:
         if not fails.any():
             return None
 
-        def reasons(positions: IntArray) -> IntArray:
+        def reasons(positions: api.IntArray) -> api.IntArray:
             return _shortfall_numbers(nodes, request, positions, free)
 
-        return NodeRejections(fails, reasons)
+        return api.NodeRejections(fails, reasons)
 
     def shortfall_check(
-        self, state: CycleState, free: FreeColumns
-    ) -> Callable[[NodeInfo, int, int, int, int], int]:
+        self, state: api.CycleState, free: api.FreeColumns
+    ) -> Callable[[api.NodeInfo, int, int, int, int], int]:
         request = _batch_request(state, free)
         wanted_cpu = request.milli_cpu
         wanted_memory = request.memory
         wanted_ephemeral = request.ephemeral_storage
 
         def shortfall(
-            node_info: NodeInfo, cpu: int, memory: int, ephemeral: int, count: int
+            node_info: api.NodeInfo, cpu: int, memory: int, ephemeral: int, count: int
         ) -> int:
             allocatable = node_info.allocatable
             number = 0
@@ -540,8 +516,8 @@ class NodeResourcesFit:
         return self if batch_resources_supported(strategy.resources) else None
 
     def score_nodes(
-        self, state: CycleState, pod: Pod, nodes: NodeColumns, positions: IntArray
-    ) -> IntArray:
+        self, state: api.CycleState, pod: Pod, nodes: api.NodeColumns, positions: api.IntArray
+    ) -> api.IntArray:
         pre_score = state.get(PRE_SCORE_KEY)
         scorer = self.scorer
         pod_requests: Sequence[int] = (
@@ -550,15 +526,17 @@ class NodeResourcesFit:
         least = self.args.scoring_strategy.type == LEAST_ALLOCATED
         count = len(positions)
         total = np.zeros(count, dtype=np.int64)
-        weight_sum: IntArray | int = 0
+        weight_sum: api.IntArray | int = 0
         for spec, request in zip(scorer.resources, pod_requests, strict=True):
             at = resource_at_nodes(nodes.mirror, spec.name, request, positions, use_requested=False)
             divisor = at.safe_allocatable()
             if least:
                 # Overfull (requested > allocatable) gives a negative quotient: clamp to 0.
-                value = np.maximum((at.allocatable - at.requested) * MAX_NODE_SCORE // divisor, 0)
+                value = np.maximum(
+                    (at.allocatable - at.requested) * api.MAX_NODE_SCORE // divisor, 0
+                )
             else:
-                value = np.minimum(at.requested, at.allocatable) * MAX_NODE_SCORE // divisor
+                value = np.minimum(at.requested, at.allocatable) * api.MAX_NODE_SCORE // divisor
             if at.everywhere:
                 total += value * spec.weight
                 weight_sum = weight_sum + spec.weight
@@ -571,26 +549,28 @@ class NodeResourcesFit:
             return total // weight_sum
         return np.where(weight_sum == 0, 0, total // np.where(weight_sum == 0, 1, weight_sum))
 
-    def events_to_register(self) -> list[ClusterEventWithHint]:
+    def events_to_register(self) -> list[api.ClusterEventWithHint]:
         # In-place pod resize is on by default from v1.33, so a scale-down may free room; with
         # queueing hints always on (v1.34) node taint/label updates need not be registered.
         return [
-            ClusterEventWithHint(
-                ClusterEvent(
-                    EventResource.POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN
+            api.ClusterEventWithHint(
+                api.ClusterEvent(
+                    api.EventResource.POD,
+                    api.ActionType.DELETE | api.ActionType.UPDATE_POD_SCALE_DOWN,
                 ),
                 is_schedulable_after_pod_change,
             ),
-            ClusterEventWithHint(
-                ClusterEvent(
-                    EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE
+            api.ClusterEventWithHint(
+                api.ClusterEvent(
+                    api.EventResource.NODE,
+                    api.ActionType.ADD | api.ActionType.UPDATE_NODE_ALLOCATABLE,
                 ),
                 is_schedulable_after_node_change,
             ),
         ]
 
 
-def new(args: Mapping[str, Any] | None, handle: Handle) -> NodeResourcesFit:
+def new(args: Mapping[str, Any] | None, handle: api.Handle) -> NodeResourcesFit:
     return NodeResourcesFit(Args.parse(args))
 
 

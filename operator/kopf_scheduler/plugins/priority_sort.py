@@ -5,12 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from kopf_scheduler.plugin_api import (
-    Handle,
-    QueuedPodInfo,
-    ensure_mapping,
-    reject_unknown,
-)
+from kopf_scheduler import plugin_api as api
 
 NAME = "PrioritySort"
 
@@ -18,7 +13,7 @@ NAME = "PrioritySort"
 class PrioritySort:
     name: ClassVar[str] = NAME
 
-    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+    def less(self, a: api.QueuedPodInfo, b: api.QueuedPodInfo) -> bool:
         pa = a.pod.priority
         pb = b.pod.priority
         if pa != pb:
@@ -28,6 +23,6 @@ class PrioritySort:
         return a.sequence < b.sequence
 
 
-def new(args: Mapping[str, Any] | None, handle: Handle) -> PrioritySort:
-    reject_unknown(ensure_mapping(args), set())
+def new(args: Mapping[str, Any] | None, handle: api.Handle) -> PrioritySort:
+    api.reject_unknown(api.ensure_mapping(args), set())
     return PrioritySort()

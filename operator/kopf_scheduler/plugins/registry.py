@@ -26,14 +26,10 @@ from functools import lru_cache
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.errors import InvalidObjectError
-from kopf_scheduler.plugin_api import (
-    Handle,
-    InvalidArgsError,
-    Plugin,
-)
 
-PluginFactory = Callable[[Mapping[str, Any] | None, Handle], Plugin]
+PluginFactory = Callable[[Mapping[str, Any] | None, api.Handle], api.Plugin]
 
 ENTRY_POINT_GROUP = "kopf_scheduler.plugins"
 
@@ -135,10 +131,10 @@ class OutOfTreePlugin:
         return self._checked(loaded)
 
     def _checked(self, new: Callable[..., Any]) -> PluginFactory:
-        def build(args: Mapping[str, Any] | None, handle: Handle) -> Plugin:
+        def build(args: Mapping[str, Any] | None, handle: api.Handle) -> api.Plugin:
             try:
                 plugin = new(args, handle)
-            except (InvalidArgsError, InvalidObjectError):
+            except (api.InvalidArgsError, InvalidObjectError):
                 raise
             except Exception as error:  # a bug in the plugin, reported like a failed import
                 raise PluginLoadError(
@@ -149,7 +145,7 @@ class OutOfTreePlugin:
                     f"{self} made a plugin named {getattr(plugin, 'name', None)!r}; "
                     f"its name must be the entry point's, {self.name!r}"
                 )
-            built: Plugin = plugin
+            built: api.Plugin = plugin
             return built
 
         return build

@@ -12,27 +12,15 @@ that decides which names count as scalar resources at all.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, Resource
-from kopf_scheduler.plugin_api import (
-    MAX_NODE_SCORE,
-    SAFE_LIMIT,
-    SUCCESS,
-    BoolArray,
-    Code,
-    Fallback,
-    IntArray,
-    InvalidArgsError,
-    NodeInfo,
-    NodeMirror,
-    Status,
-)
 
 MAX_CUSTOM_PRIORITY_SCORE = 10
 """Top of the score scale users write RequestedToCapacityRatio shapes in."""
@@ -151,8 +139,23 @@ def _int_field(raw: Mapping[str, Any], key: str, field: str, default: int) -> in
     if value is None:
         return default
     if not isinstance(value, int) or isinstance(value, bool):
-        raise InvalidArgsError(f"{field}.{key}", f"must be an integer, got {value!r}")
+        raise api.InvalidArgsError(f"{field}.{key}", f"must be an integer, got {value!r}")
     return value
+
+
+def _entries(
+    raw: list[Any], field: str, known: tuple[str, ...]
+) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """The entries of the list at ``field`` with their paths, each checked to be an object with
+    no fields but ``known``."""
+    for index, entry in enumerate(raw):
+        entry_field = f"{field}[{index}]"
+        if not isinstance(entry, Mapping):
+            raise api.InvalidArgsError(entry_field, f"must be an object, got {entry!r}")
+        for key in entry:
+            if key not in known:
+                raise api.InvalidArgsError(f"{entry_field}.{key}", "unknown field")
+        yield entry_field, entry
 
 
 def parse_resource_specs(raw: Any, field: str) -> tuple[ResourceSpec, ...]:
@@ -162,20 +165,14 @@ def parse_resource_specs(raw: Any, field: str) -> tuple[ResourceSpec, ...]:
     if raw is None:
         return DEFAULT_RESOURCES
     if not isinstance(raw, list):
-        raise InvalidArgsError(field, f"must be a list, got {raw!r}")
+        raise api.InvalidArgsError(field, f"must be a list, got {raw!r}")
     if not raw:
         return DEFAULT_RESOURCES
     specs = []
-    for index, entry in enumerate(raw):
-        entry_field = f"{field}[{index}]"
-        if not isinstance(entry, Mapping):
-            raise InvalidArgsError(entry_field, f"must be an object, got {entry!r}")
-        for key in entry:
-            if key not in ("name", "weight"):
-                raise InvalidArgsError(f"{entry_field}.{key}", "unknown field")
+    for entry_field, entry in _entries(raw, field, ("name", "weight")):
         name = entry.get("name", "")
         if not isinstance(name, str):
-            raise InvalidArgsError(f"{entry_field}.name", f"must be a string, got {name!r}")
+            raise api.InvalidArgsError(f"{entry_field}.name", f"must be a string, got {name!r}")
         weight = _int_field(entry, "weight", entry_field, 0)
         specs.append(ResourceSpec(name, weight or 1))
     return tuple(specs)
@@ -185,7 +182,7 @@ def validate_weights(resources: Sequence[ResourceSpec], field: str) -> None:
     """NodeResourcesFit's rule: every weight in (0, 100]."""
     for index, spec in enumerate(resources):
         if spec.weight <= 0 or spec.weight > MAX_RESOURCE_WEIGHT:
-            raise InvalidArgsError(
+            raise api.InvalidArgsError(
                 f"{field}[{index}].weight",
                 f"resource weight of {spec.name} not in valid range (0, 100], got {spec.weight}",
             )
@@ -195,17 +192,11 @@ def parse_shape(raw: Any, field: str) -> tuple[ShapePoint, ...]:
     """Parse and validate a RequestedToCapacityRatio shape as upstream does: at least one
     point, utilization strictly increasing and within [0, 100], score within [0, 10]."""
     if raw is None or (isinstance(raw, list) and not raw):
-        raise InvalidArgsError(field, "at least one point must be specified")
+        raise api.InvalidArgsError(field, "at least one point must be specified")
     if not isinstance(raw, list):
-        raise InvalidArgsError(field, f"must be a list, got {raw!r}")
+        raise api.InvalidArgsError(field, f"must be a list, got {raw!r}")
     points = []
-    for index, entry in enumerate(raw):
-        entry_field = f"{field}[{index}]"
-        if not isinstance(entry, Mapping):
-            raise InvalidArgsError(entry_field, f"must be an object, got {entry!r}")
-        for key in entry:
-            if key not in ("utilization", "score"):
-                raise InvalidArgsError(f"{entry_field}.{key}", "unknown field")
+    for entry_field, entry in _entries(raw, field, ("utilization", "score")):
         points.append(
             ShapePoint(
                 _int_field(entry, "utilization", entry_field, 0),
@@ -214,17 +205,17 @@ def parse_shape(raw: Any, field: str) -> tuple[ShapePoint, ...]:
         )
     for index in range(1, len(points)):
         if points[index - 1].utilization >= points[index].utilization:
-            raise InvalidArgsError(
+            raise api.InvalidArgsError(
                 f"{field}[{index}].utilization", "values must be sorted in increasing order"
             )
     for index, point in enumerate(points):
         if not 0 <= point.utilization <= MAX_UTILIZATION:
-            raise InvalidArgsError(
+            raise api.InvalidArgsError(
                 f"{field}[{index}].utilization",
                 f"not in valid range [0, {MAX_UTILIZATION}], got {point.utilization}",
             )
         if not 0 <= point.score <= MAX_CUSTOM_PRIORITY_SCORE:
-            raise InvalidArgsError(
+            raise api.InvalidArgsError(
                 f"{field}[{index}].score",
                 f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}], got {point.score}",
             )
@@ -250,7 +241,7 @@ def least_requested_score(requested: int, capacity: int) -> int:
     """Free share of ``capacity`` on 0-100; 0 when nothing is allocatable or it is overfull."""
     if capacity == 0 or requested > capacity:
         return 0
-    return (capacity - requested) * MAX_NODE_SCORE // capacity
+    return (capacity - requested) * api.MAX_NODE_SCORE // capacity
 
 
 def most_requested_score(requested: int, capacity: int) -> int:
@@ -259,7 +250,7 @@ def most_requested_score(requested: int, capacity: int) -> int:
     if capacity == 0:
         return 0
     requested = min(requested, capacity)
-    return requested * MAX_NODE_SCORE // capacity
+    return requested * api.MAX_NODE_SCORE // capacity
 
 
 def build_broken_linear_function(shape: Sequence[ShapePoint]) -> Callable[[int], int]:
@@ -322,7 +313,7 @@ def requested_to_capacity_ratio_scorer(
     """RequestedToCapacityRatio: the shape (scores rescaled from 0-10 to 0-100) applied to each
     resource's integer utilization; resources scoring 0 are left out of the weighted mean,
     which is rounded half away from zero."""
-    scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
+    scale = api.MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
     raw_function = build_broken_linear_function(
         [ShapePoint(p.utilization, p.score * scale) for p in shape]
     )
@@ -389,7 +380,7 @@ class ResourceAllocationScorer:
         return not any(pod_requests)
 
     def allocatable_and_requested(
-        self, node_info: NodeInfo, name: str, pod_request: int
+        self, node_info: api.NodeInfo, name: str, pod_request: int
     ) -> tuple[int, int]:
         """``(allocatable, requested including the pod)`` for one resource; ``(0, 0)`` when
         the resource is left out of scoring."""
@@ -413,9 +404,9 @@ class ResourceAllocationScorer:
             )
         return 0, 0
 
-    def score(self, node_info: NodeInfo, pod_requests: Sequence[int]) -> tuple[int, Status]:
+    def score(self, node_info: api.NodeInfo, pod_requests: Sequence[int]) -> tuple[int, api.Status]:
         if not self.resources:
-            return 0, Status(Code.ERROR, "resources not found")
+            return 0, api.Status(api.Code.ERROR, "resources not found")
         count = len(self.resources)
         requested = [0] * count
         allocatable = [0] * count
@@ -425,7 +416,7 @@ class ResourceAllocationScorer:
                 continue
             allocatable[index] = alloc
             requested[index] = req
-        return self.scorer(requested, allocatable), SUCCESS
+        return self.scorer(requested, allocatable), api.SUCCESS
 
 
 # --------------------------------------------------------------------------------------------
@@ -448,12 +439,12 @@ class ResourceAtNodes:
     others); ``everywhere`` says all are, so the arithmetic can skip the masking.
     """
 
-    allocatable: IntArray
-    requested: IntArray
-    present: BoolArray
+    allocatable: api.IntArray
+    requested: api.IntArray
+    present: api.BoolArray
     everywhere: bool
 
-    def safe_allocatable(self) -> IntArray:
+    def safe_allocatable(self) -> api.IntArray:
         """The allocatable amounts with 1 where there are none, for dividing by."""
         if self.everywhere:
             return self.allocatable
@@ -461,15 +452,15 @@ class ResourceAtNodes:
 
 
 def resource_at_nodes(
-    mirror: NodeMirror, name: str, request: int, positions: IntArray, use_requested: bool
+    mirror: api.NodeMirror, name: str, request: int, positions: api.IntArray, use_requested: bool
 ) -> ResourceAtNodes:
     """cpu or memory at the nodes at ``positions`` as
     :meth:`ResourceAllocationScorer.allocatable_and_requested` reads them, plus ``request``.
 
     Raises :class:`Fallback` for a request the int64 columns cannot hold safely.
     """
-    if not 0 <= request < SAFE_LIMIT:
-        raise Fallback
+    if not 0 <= request < api.SAFE_LIMIT:
+        raise api.Fallback
     if name == CPU:
         allocatable_column = mirror.alloc_cpu
         requested_column = mirror.req_cpu if use_requested else mirror.nz_cpu

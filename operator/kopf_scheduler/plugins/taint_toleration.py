@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.taints import (
@@ -33,31 +34,6 @@ from kopf_scheduler.model.taints import (
     Toleration,
     find_untolerated_taint,
     tolerations_tolerate,
-)
-from kopf_scheduler.plugin_api import (
-    MAX_NODE_SCORE,
-    SUCCESS,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
-    EventResource,
-    Fallback,
-    FreeColumns,
-    Handle,
-    IntArray,
-    NodeColumns,
-    NodeInfo,
-    NodeRejections,
-    NodeScore,
-    QueueingHint,
-    StateKey,
-    Status,
-    default_normalize_score,
-    ensure_mapping,
-    go_div_array,
-    reject_unknown,
 )
 
 NAME = "TaintToleration"
@@ -79,7 +55,7 @@ class _PreScoreState:
         return self
 
 
-PRE_SCORE_KEY: StateKey[_PreScoreState] = StateKey("PreScore" + NAME)
+PRE_SCORE_KEY: api.StateKey[_PreScoreState] = api.StateKey("PreScore" + NAME)
 
 
 def prefer_no_schedule_tolerations(tolerations: tuple[Toleration, ...]) -> tuple[Toleration, ...]:
@@ -102,54 +78,60 @@ def _untolerated(node: Node, pod: Pod) -> bool:
     return find_untolerated_taint(node.taints, pod.tolerations, DO_NOT_SCHEDULE_EFFECTS) is not None
 
 
-def _is_schedulable_after_node_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+def _is_schedulable_after_node_change(pod: Pod, old: Any, new: Any) -> api.QueueingHint:
     """Queue only when the change turns a node with an untolerated taint into one without."""
     if not isinstance(new, Node) or (old is not None and not isinstance(old, Node)):
-        return QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE
     was_untolerated = True if old is None else _untolerated(old, pod)
     if was_untolerated and not _untolerated(new, pod):
-        return QueueingHint.QUEUE
-    return QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE
+    return api.QueueingHint.QUEUE_SKIP
 
 
-def _is_schedulable_after_pod_toleration_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+def _is_schedulable_after_pod_toleration_change(pod: Pod, old: Any, new: Any) -> api.QueueingHint:
     """Only a toleration change of the rejected pod itself can help it."""
     if not isinstance(new, Pod):
-        return QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE
     if new.uid == pod.uid:
-        return QueueingHint.QUEUE
-    return QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE
+    return api.QueueingHint.QUEUE_SKIP
 
 
 class TaintToleration:
     name: ClassVar[str] = NAME
 
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+    def filter(self, state: api.CycleState, pod: Pod, node_info: api.NodeInfo) -> api.Status:
         node = node_info.node
         if node is None:
-            return Status(Code.ERROR, "node not found")
+            return api.Status(api.Code.ERROR, "node not found")
         if not _untolerated(node, pod):
-            return SUCCESS
-        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON_UNTOLERATED)
+            return api.SUCCESS
+        return api.Status(api.Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON_UNTOLERATED)
 
-    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
+    def pre_score(self, state: api.CycleState, pod: Pod, nodes: list[api.NodeInfo]) -> api.Status:
         state.write(PRE_SCORE_KEY, _PreScoreState(prefer_no_schedule_tolerations(pod.tolerations)))
-        return SUCCESS
+        return api.SUCCESS
 
-    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
+    def score(
+        self, state: api.CycleState, pod: Pod, node_info: api.NodeInfo
+    ) -> tuple[int, api.Status]:
         node = node_info.node
         if node is None:
-            return 0, Status(Code.ERROR, "node not found")
+            return 0, api.Status(api.Code.ERROR, "node not found")
         pre_score = state.get(PRE_SCORE_KEY)
         if pre_score is None:
-            return 0, Status(Code.ERROR, f"{PRE_SCORE_KEY.name!r} not found in the cycle state")
-        return count_intolerable_prefer_no_schedule(node.taints, pre_score.tolerations), SUCCESS
+            return 0, api.Status(
+                api.Code.ERROR, f"{PRE_SCORE_KEY.name!r} not found in the cycle state"
+            )
+        return count_intolerable_prefer_no_schedule(node.taints, pre_score.tolerations), api.SUCCESS
 
     def score_extensions(self) -> TaintToleration:
         return self
 
-    def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status:
-        return default_normalize_score(MAX_NODE_SCORE, True, scores)
+    def normalize_score(
+        self, state: api.CycleState, pod: Pod, scores: list[api.NodeScore]
+    ) -> api.Status:
+        return api.default_normalize_score(api.MAX_NODE_SCORE, True, scores)
 
     # Batch Filter and Score --------------------------------------------------------------------
 
@@ -157,45 +139,47 @@ class TaintToleration:
         return self
 
     def filter_nodes(
-        self, state: CycleState, pod: Pod, nodes: NodeColumns, free: FreeColumns
-    ) -> NodeRejections | None:
+        self, state: api.CycleState, pod: Pod, nodes: api.NodeColumns, free: api.FreeColumns
+    ) -> api.NodeRejections | None:
         fails = nodes.untolerated_mask(pod)
-        return NodeRejections(fails) if fails is not None else None
+        return api.NodeRejections(fails) if fails is not None else None
 
     def batch_score(self) -> TaintToleration:
         return self
 
     def score_nodes(
-        self, state: CycleState, pod: Pod, nodes: NodeColumns, positions: IntArray
-    ) -> IntArray:
+        self, state: api.CycleState, pod: Pod, nodes: api.NodeColumns, positions: api.IntArray
+    ) -> api.IntArray:
         pre_score = state.get(PRE_SCORE_KEY)
         if pre_score is None:
-            raise Fallback
+            raise api.Fallback
         table = nodes.per_taint_set(
             PREFER_NO_SCHEDULE,
             pre_score.tolerations,
             count_intolerable_prefer_no_schedule,
             np.int64,
         )
-        counts: IntArray = table[nodes.mirror.taint_id[positions]]
+        counts: api.IntArray = table[nodes.mirror.taint_id[positions]]
         highest = int(counts.max()) if len(counts) else 0
         if highest <= 0:
-            return np.full(len(positions), MAX_NODE_SCORE, dtype=np.int64)
-        return MAX_NODE_SCORE - go_div_array(MAX_NODE_SCORE * counts, highest)
+            return np.full(len(positions), api.MAX_NODE_SCORE, dtype=np.int64)
+        return api.MAX_NODE_SCORE - api.go_div_array(api.MAX_NODE_SCORE * counts, highest)
 
-    def events_to_register(self) -> list[ClusterEventWithHint]:
+    def events_to_register(self) -> list[api.ClusterEventWithHint]:
         return [
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
+            api.ClusterEventWithHint(
+                api.ClusterEvent(
+                    api.EventResource.NODE, api.ActionType.ADD | api.ActionType.UPDATE_NODE_TAINT
+                ),
                 _is_schedulable_after_node_change,
             ),
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_TOLERATIONS),
+            api.ClusterEventWithHint(
+                api.ClusterEvent(api.EventResource.POD, api.ActionType.UPDATE_POD_TOLERATIONS),
                 _is_schedulable_after_pod_toleration_change,
             ),
         ]
 
 
-def new(args: Mapping[str, Any] | None, handle: Handle) -> TaintToleration:
-    reject_unknown(ensure_mapping(args), set())
+def new(args: Mapping[str, Any] | None, handle: api.Handle) -> TaintToleration:
+    api.reject_unknown(api.ensure_mapping(args), set())
     return TaintToleration()

@@ -34,27 +34,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.pod_volumes import PERSISTENT_VOLUME_CLAIM, PodVolume
 from kopf_scheduler.model.storage import READ_WRITE_ONCE_POD, PersistentVolumeClaim
-from kopf_scheduler.plugin_api import (
-    SKIP,
-    SUCCESS,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
-    EventResource,
-    Handle,
-    NodeInfo,
-    PreFilterResult,
-    QueueingHint,
-    StateKey,
-    Status,
-    ensure_mapping,
-    reject_unknown,
-)
 
 NAME = "VolumeRestrictions"
 REASON_DISK_CONFLICT = "node(s) had no available disk"
@@ -104,7 +87,7 @@ class _PreFilterState:
         )
 
 
-PRE_FILTER_KEY: StateKey[_PreFilterState] = StateKey("PreFilter" + NAME)
+PRE_FILTER_KEY: api.StateKey[_PreFilterState] = api.StateKey("PreFilter" + NAME)
 
 
 def _rbd_monitors(source: Mapping[str, Any]) -> frozenset[str]:
@@ -165,53 +148,55 @@ def _claim_names(pod: Pod) -> set[str]:
     }
 
 
-def _is_schedulable_after_pod_deleted(pod: Pod, old: Any, new: Any) -> QueueingHint:
+def _is_schedulable_after_pod_deleted(pod: Pod, old: Any, new: Any) -> api.QueueingHint:
     """Queue when the deleted pod, in the pod's namespace, used one of its in-tree disks or one
     of its claims (the claim's access mode is not looked up, so any shared claim counts)."""
     deleted = old
     if not isinstance(deleted, Pod):
-        return QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE
     if deleted.namespace != pod.namespace:
-        return QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE_SKIP
     if not satisfies_disk_conflicts(pod, [deleted]):
-        return QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE
     if _claim_names(pod) & _claim_names(deleted):
-        return QueueingHint.QUEUE
-    return QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE
+    return api.QueueingHint.QUEUE_SKIP
 
 
-def _is_schedulable_after_claim_added(pod: Pod, old: Any, new: Any) -> QueueingHint:
+def _is_schedulable_after_claim_added(pod: Pod, old: Any, new: Any) -> api.QueueingHint:
     """Queue when the new claim is one the pod's ``persistentVolumeClaim`` volumes name."""
     if not isinstance(new, PersistentVolumeClaim):
-        return QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE
     if new.namespace != pod.namespace:
-        return QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE_SKIP
     if new.name in _claim_names(pod):
-        return QueueingHint.QUEUE
-    return QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE
+    return api.QueueingHint.QUEUE_SKIP
 
 
-def _state_not_found() -> Status:
-    return Status.from_error(RuntimeError(f'cannot read "{PRE_FILTER_KEY.name}" from cycleState'))
+def _state_not_found() -> api.Status:
+    return api.Status.from_error(
+        RuntimeError(f'cannot read "{PRE_FILTER_KEY.name}" from cycleState')
+    )
 
 
 class VolumeRestrictions:
     name: ClassVar[str] = NAME
 
-    def __init__(self, handle: Handle) -> None:
+    def __init__(self, handle: api.Handle) -> None:
         self._handle = handle
 
     def pre_filter(
-        self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
-    ) -> tuple[PreFilterResult | None, Status]:
+        self, state: api.CycleState, pod: Pod, nodes: list[api.NodeInfo]
+    ) -> tuple[api.PreFilterResult | None, api.Status]:
         read_write_once_pod_claims: set[str] = set()
         for volume in pod.volumes:
             if volume.source_kind != PERSISTENT_VOLUME_CLAIM:
                 continue
             claim = self._handle.storage.claim(pod.namespace, volume.claim_name)
             if claim is None:
-                return None, Status(
-                    Code.UNSCHEDULABLE_AND_UNRESOLVABLE, claim_not_found(volume.claim_name)
+                return None, api.Status(
+                    api.Code.UNSCHEDULABLE_AND_UNRESOLVABLE, claim_not_found(volume.claim_name)
                 )
             if READ_WRITE_ONCE_POD in claim.access_modes:
                 read_write_once_pod_claims.add(claim.name)
@@ -222,58 +207,62 @@ class VolumeRestrictions:
             if snapshot.is_pvc_used_by_pods(f"{pod.namespace}/{name}")
         )
         if conflicting_uses == 0 and not _exclusive_disks(pod):
-            return None, SKIP
+            return None, api.SKIP
         state.write(
             PRE_FILTER_KEY, _PreFilterState(frozenset(read_write_once_pod_claims), conflicting_uses)
         )
-        return None, SUCCESS
+        return None, api.SUCCESS
 
     def pre_filter_extensions(self) -> VolumeRestrictions:
         return self
 
     def add_pod(
-        self, state: CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: NodeInfo
-    ) -> Status:
+        self, state: api.CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: api.NodeInfo
+    ) -> api.Status:
         pre_filter = state.get(PRE_FILTER_KEY)
         if pre_filter is None:
             return _state_not_found()
         pre_filter.conflicting_claim_uses += pre_filter.uses_by(pod_to_add)
-        return SUCCESS
+        return api.SUCCESS
 
     def remove_pod(
-        self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: Pod, node_info: NodeInfo
-    ) -> Status:
+        self,
+        state: api.CycleState,
+        pod_to_schedule: Pod,
+        pod_to_remove: Pod,
+        node_info: api.NodeInfo,
+    ) -> api.Status:
         pre_filter = state.get(PRE_FILTER_KEY)
         if pre_filter is None:
             return _state_not_found()
         pre_filter.conflicting_claim_uses -= pre_filter.uses_by(pod_to_remove)
-        return SUCCESS
+        return api.SUCCESS
 
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+    def filter(self, state: api.CycleState, pod: Pod, node_info: api.NodeInfo) -> api.Status:
         if not satisfies_disk_conflicts(pod, node_info.pods):
-            return Status(Code.UNSCHEDULABLE, REASON_DISK_CONFLICT)
+            return api.Status(api.Code.UNSCHEDULABLE, REASON_DISK_CONFLICT)
         pre_filter = state.get(PRE_FILTER_KEY)
         if pre_filter is None:
             return _state_not_found()
         if pre_filter.conflicting_claim_uses > 0:
-            return Status(Code.UNSCHEDULABLE, REASON_READ_WRITE_ONCE_POD_CONFLICT)
-        return SUCCESS
+            return api.Status(api.Code.UNSCHEDULABLE, REASON_READ_WRITE_ONCE_POD_CONFLICT)
+        return api.SUCCESS
 
-    def events_to_register(self) -> list[ClusterEventWithHint]:
+    def events_to_register(self) -> list[api.ClusterEventWithHint]:
         return [
             # Volumes are immutable, so only a deletion can free a disk or a claim.
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.POD, ActionType.DELETE),
+            api.ClusterEventWithHint(
+                api.ClusterEvent(api.EventResource.POD, api.ActionType.DELETE),
                 _is_schedulable_after_pod_deleted,
             ),
-            ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD)),
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD),
+            api.ClusterEventWithHint(api.ClusterEvent(api.EventResource.NODE, api.ActionType.ADD)),
+            api.ClusterEventWithHint(
+                api.ClusterEvent(api.EventResource.PERSISTENT_VOLUME_CLAIM, api.ActionType.ADD),
                 _is_schedulable_after_claim_added,
             ),
         ]
 
 
-def new(args: Mapping[str, Any] | None, handle: Handle) -> VolumeRestrictions:
-    reject_unknown(ensure_mapping(args), set())
+def new(args: Mapping[str, Any] | None, handle: api.Handle) -> VolumeRestrictions:
+    api.reject_unknown(api.ensure_mapping(args), set())
     return VolumeRestrictions(handle)

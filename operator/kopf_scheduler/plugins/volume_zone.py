@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.node import (
     LEGACY_REGION_LABEL,
     LEGACY_ZONE_LABEL,
@@ -45,25 +46,6 @@ from kopf_scheduler.model.storage import (
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
-)
-from kopf_scheduler.plugin_api import (
-    SKIP,
-    SUCCESS,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
-    EventResource,
-    Handle,
-    NodeInfo,
-    PreFilterExtensions,
-    PreFilterResult,
-    QueueingHint,
-    StateKey,
-    Status,
-    ensure_mapping,
-    reject_unknown,
 )
 
 NAME = "VolumeZone"
@@ -142,8 +124,8 @@ def _claim_names(pod: Pod) -> list[str]:
     ]
 
 
-def _not_found(resource: str, name: str) -> Status:
-    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f'{resource} "{name}" not found')
+def _not_found(resource: str, name: str) -> api.Status:
+    return api.Status(api.Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f'{resource} "{name}" not found')
 
 
 class _PreFilterState:
@@ -158,45 +140,45 @@ class _PreFilterState:
         return self
 
 
-PRE_FILTER_KEY: StateKey[_PreFilterState] = StateKey("PreFilter" + NAME)
+PRE_FILTER_KEY: api.StateKey[_PreFilterState] = api.StateKey("PreFilter" + NAME)
 
 
-def _is_schedulable_after_claim_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+def _is_schedulable_after_claim_change(pod: Pod, old: Any, new: Any) -> api.QueueingHint:
     """Queue when a claim the pod's ``persistentVolumeClaim`` volumes name appears or changes."""
     if not isinstance(new, PersistentVolumeClaim):
-        return QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE
     if new.namespace == pod.namespace and new.name in _claim_names(pod):
-        return QueueingHint.QUEUE
-    return QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE
+    return api.QueueingHint.QUEUE_SKIP
 
 
-def _is_schedulable_after_class_added(pod: Pod, old: Any, new: Any) -> QueueingHint:
+def _is_schedulable_after_class_added(pod: Pod, old: Any, new: Any) -> api.QueueingHint:
     """Queue only for a class that waits for the first consumer: its claims are then skipped."""
     if not isinstance(new, StorageClass):
-        return QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE
     if new.waits_for_first_consumer:
-        return QueueingHint.QUEUE
-    return QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE
+    return api.QueueingHint.QUEUE_SKIP
 
 
-def _is_schedulable_after_volume_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+def _is_schedulable_after_volume_change(pod: Pod, old: Any, new: Any) -> api.QueueingHint:
     """Queue for every new volume, and for an update that changes its topology labels."""
     if not isinstance(new, PersistentVolume) or (
         old is not None and not isinstance(old, PersistentVolume)
     ):
-        return QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE
     if old is None or volume_topologies(old) != volume_topologies(new):
-        return QueueingHint.QUEUE
-    return QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE
+    return api.QueueingHint.QUEUE_SKIP
 
 
 class VolumeZone:
     name: ClassVar[str] = NAME
 
-    def __init__(self, handle: Handle) -> None:
+    def __init__(self, handle: api.Handle) -> None:
         self._handle = handle
 
-    def pod_topologies(self, pod: Pod) -> tuple[list[VolumeTopology], Status]:
+    def pod_topologies(self, pod: Pod) -> tuple[list[VolumeTopology], api.Status]:
         """The topologies of the volumes the pod's claims name, or the status rejecting it."""
         storage = self._handle.storage
         topologies: list[VolumeTopology] = []
@@ -207,38 +189,40 @@ class VolumeZone:
             if not claim.volume_name:
                 class_name = claim.storage_class_name
                 if not class_name:
-                    return [], Status(
-                        Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON_NO_VOLUME_NOR_CLASS
+                    return [], api.Status(
+                        api.Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON_NO_VOLUME_NOR_CLASS
                     )
                 storage_class = storage.storage_class(class_name)
                 if storage_class is None:
                     return [], _not_found("storageclass.storage.k8s.io", class_name)
                 if storage_class.waits_for_first_consumer:
                     continue
-                return [], Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON_NO_VOLUME_NAME)
+                return [], api.Status(
+                    api.Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON_NO_VOLUME_NAME
+                )
             volume = storage.volume(claim.volume_name)
             if volume is None:
                 return [], _not_found("persistentvolume", claim.volume_name)
             topologies.extend(volume_topologies(volume))
-        return topologies, SUCCESS
+        return topologies, api.SUCCESS
 
     def pre_filter(
-        self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
-    ) -> tuple[PreFilterResult | None, Status]:
+        self, state: api.CycleState, pod: Pod, nodes: list[api.NodeInfo]
+    ) -> tuple[api.PreFilterResult | None, api.Status]:
         topologies, status = self.pod_topologies(pod)
         if not status.is_success():
             return None, status
         if not topologies:
-            return None, SKIP
+            return None, api.SKIP
         state.write(PRE_FILTER_KEY, _PreFilterState(topologies))
-        return None, SUCCESS
+        return None, api.SUCCESS
 
-    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+    def pre_filter_extensions(self) -> api.PreFilterExtensions | None:
         return None
 
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+    def filter(self, state: api.CycleState, pod: Pod, node_info: api.NodeInfo) -> api.Status:
         if not pod.volumes:
-            return SUCCESS
+            return api.SUCCESS
         pre_filter = state.get(PRE_FILTER_KEY)
         if pre_filter is not None:
             topologies = pre_filter.topologies
@@ -248,37 +232,40 @@ class VolumeZone:
                 return status
         node = node_info.node
         if node is None:
-            return Status(Code.ERROR, "node not found")
+            return api.Status(api.Code.ERROR, "node not found")
         if node_matches(node.labels, topologies):
-            return SUCCESS
-        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON_CONFLICT)
+            return api.SUCCESS
+        return api.Status(api.Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON_CONFLICT)
 
-    def events_to_register(self) -> list[ClusterEventWithHint]:
+    def events_to_register(self) -> list[api.ClusterEventWithHint]:
         return [
             # A class's binding mode is immutable: only a new class can change the outcome.
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.STORAGE_CLASS, ActionType.ADD),
+            api.ClusterEventWithHint(
+                api.ClusterEvent(api.EventResource.STORAGE_CLASS, api.ActionType.ADD),
                 _is_schedulable_after_class_added,
             ),
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)
+            api.ClusterEventWithHint(
+                api.ClusterEvent(
+                    api.EventResource.NODE, api.ActionType.ADD | api.ActionType.UPDATE_NODE_LABEL
+                )
             ),
-            ClusterEventWithHint(
-                ClusterEvent(
-                    EventResource.PERSISTENT_VOLUME_CLAIM,
-                    ActionType.ADD | ActionType.UPDATE_GENERIC,
+            api.ClusterEventWithHint(
+                api.ClusterEvent(
+                    api.EventResource.PERSISTENT_VOLUME_CLAIM,
+                    api.ActionType.ADD | api.ActionType.UPDATE_GENERIC,
                 ),
                 _is_schedulable_after_claim_change,
             ),
-            ClusterEventWithHint(
-                ClusterEvent(
-                    EventResource.PERSISTENT_VOLUME, ActionType.ADD | ActionType.UPDATE_GENERIC
+            api.ClusterEventWithHint(
+                api.ClusterEvent(
+                    api.EventResource.PERSISTENT_VOLUME,
+                    api.ActionType.ADD | api.ActionType.UPDATE_GENERIC,
                 ),
                 _is_schedulable_after_volume_change,
             ),
         ]
 
 
-def new(args: Mapping[str, Any] | None, handle: Handle) -> VolumeZone:
-    reject_unknown(ensure_mapping(args), set())
+def new(args: Mapping[str, Any] | None, handle: api.Handle) -> VolumeZone:
+    api.reject_unknown(api.ensure_mapping(args), set())
     return VolumeZone(handle)

@@ -33,6 +33,7 @@ from kopf_scheduler.config.errors import ConfigError
 from kopf_scheduler.config.loader import API_VERSION as CONFIG_API_VERSION
 from kopf_scheduler.config.loader import KIND as CONFIG_KIND
 from kopf_scheduler.config.loader import LoadedConfig, check_config
+from kopf_scheduler.model import storage
 from kopf_scheduler.model.errors import InvalidObjectError
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pdb import PodDisruptionBudget
@@ -41,25 +42,16 @@ from kopf_scheduler.model.pod_group import PodGroup
 from kopf_scheduler.model.priority_class import PriorityClass
 from kopf_scheduler.model.quantity import is_well_formed_non_negative, parse_quantity
 from kopf_scheduler.model.resource_claim import ResourceClaim
-from kopf_scheduler.model.storage import (
-    CSIDriver,
-    CSINode,
-    CSIStorageCapacity,
-    PersistentVolume,
-    PersistentVolumeClaim,
-    StorageClass,
-    VolumeAttachment,
-)
 from kopf_scheduler.sim.workloads import WORKLOAD_KINDS, CreatedPod, expand
 
 STORAGE_KINDS: dict[str, Callable[[Mapping[str, Any]], object]] = {
-    "StorageClass": StorageClass,
-    "CSIDriver": CSIDriver,
-    "CSINode": CSINode,
-    "CSIStorageCapacity": CSIStorageCapacity,
-    "PersistentVolumeClaim": PersistentVolumeClaim,
-    "PersistentVolume": PersistentVolume,
-    "VolumeAttachment": VolumeAttachment,
+    "StorageClass": storage.StorageClass,
+    "CSIDriver": storage.CSIDriver,
+    "CSINode": storage.CSINode,
+    "CSIStorageCapacity": storage.CSIStorageCapacity,
+    "PersistentVolumeClaim": storage.PersistentVolumeClaim,
+    "PersistentVolume": storage.PersistentVolume,
+    "VolumeAttachment": storage.VolumeAttachment,
 }
 """The storage kinds a scenario may hold, each with its checking view, in the order they are
 created: classes and drivers before the claims that name them, claims before the volumes that
@@ -440,7 +432,7 @@ def _expanded(
             raise ScenarioError(source, described, f"spec.template.{error}") from None
         for index, claim in enumerate(item.claims):
             try:
-                PersistentVolumeClaim(claim)
+                storage.PersistentVolumeClaim(claim)
                 _check_non_negative("PersistentVolumeClaim", claim)
             except InvalidObjectError as error:
                 where = f"spec.volumeClaimTemplates[{index}]"

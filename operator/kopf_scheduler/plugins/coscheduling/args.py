@@ -6,12 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kopf_scheduler.plugin_api import (
-    InvalidArgsError,
-    ensure_mapping,
-    int_arg,
-    reject_unknown,
-)
+from kopf_scheduler import plugin_api as api
 
 DEFAULT_PERMIT_WAITING_TIME_SECONDS = 60
 DEFAULT_POD_GROUP_BACKOFF_SECONDS = 0
@@ -33,24 +28,24 @@ class CoschedulingArgs:
     @classmethod
     def parse(cls, raw: Mapping[str, Any] | None) -> CoschedulingArgs:
         """The args of a ``pluginConfig`` entry; InvalidArgsError names a bad field."""
-        args = ensure_mapping(raw)
-        reject_unknown(
+        args = api.ensure_mapping(raw)
+        api.reject_unknown(
             args, {"permitWaitingTimeSeconds", "podGroupBackoffSeconds", "gangPreemption"}
         )
         gang_preemption = args.get("gangPreemption", DEFAULT_GANG_PREEMPTION)
         if not isinstance(gang_preemption, bool):
-            raise InvalidArgsError(
+            raise api.InvalidArgsError(
                 "args.gangPreemption", f"must be true or false, got {gang_preemption!r}"
             )
         return cls(
-            permit_waiting_time_seconds=int_arg(
+            permit_waiting_time_seconds=api.int_arg(
                 args,
                 "permitWaitingTimeSeconds",
                 DEFAULT_PERMIT_WAITING_TIME_SECONDS,
                 "args",
                 minimum=0,
             ),
-            pod_group_backoff_seconds=int_arg(
+            pod_group_backoff_seconds=api.int_arg(
                 args,
                 "podGroupBackoffSeconds",
                 DEFAULT_POD_GROUP_BACKOFF_SECONDS,

@@ -36,12 +36,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.pod_group import PodGroup, pod_group_key
-from kopf_scheduler.plugin_api import (
-    NodeInfo,
-)
 
 NOTHING_CHANGED = "nothing that could let it fit has changed since"
 
@@ -60,7 +58,7 @@ class _Failure:
     group_version: str
 
 
-def _facts(info: NodeInfo, node: Node) -> NodeFacts:
+def _facts(info: api.NodeInfo, node: Node) -> NodeFacts:
     allocatable = info.allocatable
     return (
         allocatable.milli_cpu,
@@ -78,7 +76,7 @@ class FailureMemory:
     def __init__(self) -> None:
         self._failures: dict[str, _Failure] = {}
 
-    def remember(self, group: PodGroup, members: int, nodes: Iterable[NodeInfo]) -> None:
+    def remember(self, group: PodGroup, members: int, nodes: Iterable[api.NodeInfo]) -> None:
         """``group`` failed now, with ``members`` pods, on ``nodes``."""
         others: set[str] = set()
         facts: dict[str, NodeFacts] = {}
@@ -91,7 +89,7 @@ class FailureMemory:
             frozenset(others), facts, members, group.resource_version
         )
 
-    def waits(self, group: PodGroup, members: int, nodes: Iterable[NodeInfo]) -> bool:
+    def waits(self, group: PodGroup, members: int, nodes: Iterable[api.NodeInfo]) -> bool:
         """Whether ``group`` failed and nothing changed since; the failure is forgotten once
         something did."""
         failure = self._failures.get(group.key)
@@ -121,7 +119,9 @@ def _is_member(pod: Pod, group: PodGroup) -> bool:
     return pod_group_key(pod.namespace, pod.labels) == group.key
 
 
-def _changed(failure: _Failure, group: PodGroup, members: int, nodes: Iterable[NodeInfo]) -> bool:
+def _changed(
+    failure: _Failure, group: PodGroup, members: int, nodes: Iterable[api.NodeInfo]
+) -> bool:
     if members != failure.members or group.resource_version != failure.group_version:
         return True
     seen: set[str] = set()

@@ -33,22 +33,9 @@ from collections import Counter
 from collections.abc import Coroutine, Iterable, Sequence
 from typing import Any
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.pod import PREEMPT_NEVER, Pod
 from kopf_scheduler.model.pod_group import pod_group_key
-from kopf_scheduler.plugin_api import (
-    SUCCESS,
-    Code,
-    CycleState,
-    Framework,
-    Handle,
-    NodeInfo,
-    NominatingInfo,
-    PodGroupLister,
-    PodStatusPatch,
-    PostFilterResult,
-    Snapshot,
-    Status,
-)
 from kopf_scheduler.plugins.coscheduling.resource_gap import describe_gap, resource_gap
 from kopf_scheduler.preemption.evaluator import Evaluator, PreemptionSettings
 from kopf_scheduler.preemption.executor import (
@@ -82,7 +69,7 @@ PLACED_ELSEWHERE = "the group's preemption made room for other members"
 class GangPreemption:
     """Makes room for a whole group, through the handle of the profile it serves."""
 
-    def __init__(self, handle: Handle, plugin_name: str) -> None:
+    def __init__(self, handle: api.Handle, plugin_name: str) -> None:
         self._handle = handle
         self._executor = Executor(handle, plugin_name)
         self._planned: dict[str, dict[str, str]] = {}
@@ -90,8 +77,8 @@ class GangPreemption:
         watch shows them on the pods."""
 
     def preempt_for_group(
-        self, framework: Framework, state: CycleState, pod: Pod, group_key: str
-    ) -> tuple[PostFilterResult | None, Status] | None:
+        self, framework: api.Framework, state: api.CycleState, pod: Pod, group_key: str
+    ) -> tuple[api.PostFilterResult | None, api.Status] | None:
         handle = self._handle
         self._forget_deleted_groups()
         group = handle.pod_groups.get(group_key)
@@ -101,7 +88,7 @@ class GangPreemption:
         placed_uids, placed_by_group = _placed(snapshot)
         members = _pending_members(handle.pod_groups, group_key, pod, placed_uids)
         if self._victims_still_going(group_key, members, snapshot):
-            return None, Status(Code.UNSCHEDULABLE, WAITING_FOR_VICTIMS)
+            return None, api.Status(api.Code.UNSCHEDULABLE, WAITING_FOR_VICTIMS)
         settings = _preemption_settings(framework)
         needed = max(0, group.min_member - placed_by_group[group_key])
         plan = plan_gang_preemption(
@@ -138,15 +125,15 @@ class GangPreemption:
         by_uid = {member.uid: member for member in members}
         others = [(by_uid[uid], node) for uid, node in plan.placements.items() if uid != pod.uid]
         for member, node in others:
-            handle.nominator.add_nominated_pod(member, NominatingInfo.override(node))
+            handle.nominator.add_nominated_pod(member, api.NominatingInfo.override(node))
         own_node = plan.placements.get(pod.uid)
         state.write(PREEMPTION_RECORD, _record(pod, own_node or "", plan))
         status = self._carry_out(plan, by_uid, others, settings.async_preemption)
         if not status.is_success():
             return None, status
         if own_node is None:
-            return None, Status(Code.UNSCHEDULABLE, PLACED_ELSEWHERE)
-        return PostFilterResult(NominatingInfo.override(own_node)), SUCCESS
+            return None, api.Status(api.Code.UNSCHEDULABLE, PLACED_ELSEWHERE)
+        return api.PostFilterResult(api.NominatingInfo.override(own_node)), api.SUCCESS
 
     def _forget_deleted_groups(self) -> None:
         """Drop the last plans of groups that no longer exist: jobs come and go with their
@@ -155,7 +142,7 @@ class GangPreemption:
             del self._planned[key]
 
     def _victims_still_going(
-        self, group_key: str, members: Sequence[Pod], snapshot: Snapshot
+        self, group_key: str, members: Sequence[Pod], snapshot: api.Snapshot
     ) -> bool:
         planned = self._planned.get(group_key, {})
         for member in members:
@@ -176,7 +163,7 @@ class GangPreemption:
         by_uid: dict[str, Pod],
         others: list[tuple[Pod, str]],
         in_background: bool,
-    ) -> Status:
+    ) -> api.Status:
         handle = self._handle
         preemptor_on = {node: by_uid[uid] for uid, node in plan.placements.items()}
         handle.metrics.observe(
@@ -187,13 +174,13 @@ class GangPreemption:
             try:
                 handle.spawn(self._in_background(work))
             except Exception as error:
-                return Status.from_error(error)
-            return SUCCESS
+                return api.Status.from_error(error)
+            return api.SUCCESS
         try:
             failure = run_to_completion(work)
         except SuspendedError as error:
-            return Status.from_error(error)
-        return SUCCESS if failure is None else Status.from_error(failure)
+            return api.Status.from_error(error)
+        return api.SUCCESS if failure is None else api.Status.from_error(failure)
 
     @staticmethod
     async def _in_background(work: Coroutine[Any, Any, Exception | None]) -> None:
@@ -235,11 +222,12 @@ class GangPreemption:
         for member, node in nominations:
             if member.nominated_node_name != node:
                 await writer.patch_status(
-                    member, PodStatusPatch(set_nominated_node_name=True, nominated_node_name=node)
+                    member,
+                    api.PodStatusPatch(set_nominated_node_name=True, nominated_node_name=node),
                 )
 
 
-def _after(snapshot: Snapshot, plan: GangPlan) -> list[NodeInfo]:
+def _after(snapshot: api.Snapshot, plan: GangPlan) -> list[api.NodeInfo]:
     """The nodes as the plan leaves them: its victims and the pods already terminating gone
     (their room is coming back; the plan counted it as free)."""
     nodes = []
@@ -271,7 +259,7 @@ def _record(pod: Pod, own_node: str, plan: GangPlan) -> PreemptionRecord:
     )
 
 
-def _placed(snapshot: Snapshot) -> tuple[frozenset[str], Counter[str]]:
+def _placed(snapshot: api.Snapshot) -> tuple[frozenset[str], Counter[str]]:
     """UIDs of the pods on a node (bound or assumed), and how many of each group's."""
     uids: set[str] = set()
     by_group: Counter[str] = Counter()
@@ -285,7 +273,7 @@ def _placed(snapshot: Snapshot) -> tuple[frozenset[str], Counter[str]]:
 
 
 def _pending_members(
-    lister: PodGroupLister, group_key: str, pod: Pod, placed: frozenset[str]
+    lister: api.PodGroupLister, group_key: str, pod: Pod, placed: frozenset[str]
 ) -> list[Pod]:
     """The group's members on no node, ``pod`` first, then by ``namespace/name``."""
     others = sorted(
@@ -299,7 +287,7 @@ def _pending_members(
     return [pod, *others]
 
 
-def _group_of(lister: PodGroupLister, placed_by_group: Counter[str]) -> GroupOf:
+def _group_of(lister: api.PodGroupLister, placed_by_group: Counter[str]) -> GroupOf:
     known: dict[str, GroupInfo | None] = {}
 
     def group_of(pod: Pod) -> GroupInfo | None:
@@ -314,7 +302,7 @@ def _group_of(lister: PodGroupLister, placed_by_group: Counter[str]) -> GroupOf:
     return group_of
 
 
-def _preemption_settings(framework: Framework) -> PreemptionSettings:
+def _preemption_settings(framework: api.Framework) -> PreemptionSettings:
     """The profile's DefaultPreemption settings, or the defaults when it has none."""
     for plugin in framework.plugins.post_filter:
         evaluator = getattr(plugin, "evaluator", None)

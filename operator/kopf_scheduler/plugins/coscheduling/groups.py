@@ -15,12 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.pod_group import POD_GROUP_LABEL, PodGroup, pod_group_key
-from kopf_scheduler.plugin_api import (
-    NodeInfo,
-    PodGroupLister,
-)
 
 
 def group_of(pod: Pod) -> str | None:
@@ -35,8 +32,8 @@ def is_member(pod: Pod, group_key: str) -> bool:
 class GroupManager:
     def __init__(
         self,
-        lister: PodGroupLister,
-        nodes: Callable[[], list[NodeInfo]],
+        lister: api.PodGroupLister,
+        nodes: Callable[[], list[api.NodeInfo]],
         now: Callable[[], float],
         backoff_seconds: float,
     ) -> None:
@@ -66,7 +63,7 @@ class GroupManager:
         uid = but.uid if but is not None else None
         return sum(1 for _, member in self._placed(group_key) if member.uid != uid)
 
-    def _placed(self, group_key: str) -> Iterator[tuple[NodeInfo, Pod]]:
+    def _placed(self, group_key: str) -> Iterator[tuple[api.NodeInfo, Pod]]:
         namespace, _, name = group_key.partition("/")
         for info in self._nodes():
             for pod in info.pods:

@@ -38,25 +38,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.pod_group import PodGroup
-from kopf_scheduler.plugin_api import (
-    SUCCESS,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
-    EventResource,
-    Handle,
-    NodeInfo,
-    NodeToStatus,
-    PostFilterResult,
-    PreFilterResult,
-    QueuedPodInfo,
-    QueueingHint,
-    Status,
-)
 from kopf_scheduler.plugins.coscheduling.args import CoschedulingArgs
 from kopf_scheduler.plugins.coscheduling.failures import NOTHING_CHANGED, FailureMemory
 from kopf_scheduler.plugins.coscheduling.gang_preemption import GangPreemption
@@ -82,7 +66,7 @@ class Coscheduling:
     def __init__(
         self,
         args: CoschedulingArgs,
-        handle: Handle,
+        handle: api.Handle,
         gang_preemptor: GangPreemptor | None = None,
     ) -> None:
         self._args = args
@@ -100,7 +84,7 @@ class Coscheduling:
 
     # QueueSort --------------------------------------------------------------------------------
 
-    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+    def less(self, a: api.QueuedPodInfo, b: api.QueuedPodInfo) -> bool:
         if a.pod.priority != b.pod.priority:
             return a.pod.priority > b.pod.priority
         since_a = self._queued_since(a)
@@ -109,7 +93,7 @@ class Coscheduling:
             return since_a < since_b
         return a.pod.key < b.pod.key
 
-    def _queued_since(self, info: QueuedPodInfo) -> float:
+    def _queued_since(self, info: api.QueuedPodInfo) -> float:
         """The group's creation time for a member of an existing group, else the pod's first
         attempt (its arrival, before any)."""
         key = group_of(info.pod)
@@ -123,22 +107,22 @@ class Coscheduling:
     # PreFilter --------------------------------------------------------------------------------
 
     def pre_filter(
-        self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
-    ) -> tuple[PreFilterResult | None, Status]:
+        self, state: api.CycleState, pod: Pod, nodes: list[api.NodeInfo]
+    ) -> tuple[api.PreFilterResult | None, api.Status]:
         key = group_of(pod)
         if key is None:
-            return None, SUCCESS
+            return None, api.SUCCESS
         group = self._groups.get(key)
         if group is None:
             # Permit turns it away; until then it goes through the cycle (and preemption).
-            return None, SUCCESS
+            return None, api.SUCCESS
         if self._groups.in_backoff(key):
             # Unresolvable, as every PreFilter rejection here: preemption must not evict pods
             # for a member its own group will turn away again.
             return None, self._turn_away(key, pod, f"podGroup {key} failed recently")
         placed = self._groups.placed_count(key, but=pod)
         if placed >= group.min_member:
-            return None, SUCCESS
+            return None, api.SUCCESS
         members = self._groups.member_count(key)
         if members < group.min_member:
             return None, self._turn_away(
@@ -159,11 +143,11 @@ class Coscheduling:
             return None, self._turn_away(key, pod, describe_gap(gap))
         if self._gang_preemptor is not None and not _gap_is_small(group, placed):
             state.write(GANG_PREEMPTION, True)
-        return None, SUCCESS
+        return None, api.SUCCESS
 
-    def _turn_away(self, group_key: str, pod: Pod, message: str) -> Status:
+    def _turn_away(self, group_key: str, pod: Pod, message: str) -> api.Status:
         self._turned_away.setdefault(group_key, set()).add(pod.uid)
-        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, message)
+        return api.Status(api.Code.UNSCHEDULABLE_AND_UNRESOLVABLE, message)
 
     def pre_filter_extensions(self) -> None:
         return None
@@ -171,19 +155,19 @@ class Coscheduling:
     # PostFilter -------------------------------------------------------------------------------
 
     def post_filter(
-        self, state: CycleState, pod: Pod, node_to_status: NodeToStatus
-    ) -> tuple[PostFilterResult | None, Status]:
+        self, state: api.CycleState, pod: Pod, node_to_status: api.NodeToStatus
+    ) -> tuple[api.PostFilterResult | None, api.Status]:
         key = group_of(pod)
         if key is None:
-            return None, Status(Code.UNSCHEDULABLE)
+            return None, api.Status(api.Code.UNSCHEDULABLE)
         group = self._groups.get(key)
         if group is None:
-            return None, Status(Code.UNSCHEDULABLE, POD_GROUP_MISSING)
+            return None, api.Status(api.Code.UNSCHEDULABLE, POD_GROUP_MISSING)
         placed = self._groups.placed_count(key, but=pod)
         if placed >= group.min_member:
-            return None, Status(Code.UNSCHEDULABLE)
+            return None, api.Status(api.Code.UNSCHEDULABLE)
         if _gap_is_small(group, placed):
-            return None, Status(Code.UNSCHEDULABLE)
+            return None, api.Status(api.Code.UNSCHEDULABLE)
         rejected = _rejected_by_post_filter(key, pod)
         if key in self._failures:
             # PreFilter turned the member away: the group waits for news, no plan can help.
@@ -209,10 +193,10 @@ class Coscheduling:
 
     # Reserve ----------------------------------------------------------------------------------
 
-    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
-        return SUCCESS
+    def reserve(self, state: api.CycleState, pod: Pod, node_name: str) -> api.Status:
+        return api.SUCCESS
 
-    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+    def unreserve(self, state: api.CycleState, pod: Pod, node_name: str) -> None:
         key = group_of(pod)
         if key is None or self._groups.get(key) is None:
             return
@@ -220,25 +204,25 @@ class Coscheduling:
 
     # Permit -----------------------------------------------------------------------------------
 
-    def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status, float]:
+    def permit(self, state: api.CycleState, pod: Pod, node_name: str) -> tuple[api.Status, float]:
         key = group_of(pod)
         if key is None:
-            return SUCCESS, 0.0
+            return api.SUCCESS, 0.0
         group = self._groups.get(key)
         if group is None:
-            return Status(Code.UNSCHEDULABLE, "PodGroup not found"), 0.0
+            return api.Status(api.Code.UNSCHEDULABLE, "PodGroup not found"), 0.0
         placed_before = self._groups.placed_count(key, but=pod)
         if placed_before + 1 >= group.min_member:
             for waiting in self._handle.waiting_pods():
                 if is_member(waiting.pod, key):
                     waiting.allow(NAME)
-            return SUCCESS, 0.0
+            return api.SUCCESS, 0.0
         if placed_before == 0:
             # The first member placed: its siblings turned away before may now pass PreFilter.
             turned_away = self._turned_away.pop(key, set())
             siblings = self._groups.pending_members(key, but=pod)
             self._handle.activate([sibling for sibling in siblings if sibling.uid in turned_away])
-        return Status(Code.WAIT), self._wait_seconds(group)
+        return api.Status(api.Code.WAIT), self._wait_seconds(group)
 
     def _wait_seconds(self, group: PodGroup) -> float:
         if group.schedule_timeout_seconds:
@@ -256,45 +240,48 @@ class Coscheduling:
 
     # Requeueing -------------------------------------------------------------------------------
 
-    def events_to_register(self) -> list[ClusterEventWithHint]:
+    def events_to_register(self) -> list[api.ClusterEventWithHint]:
         return [
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.POD, ActionType.ADD), _is_schedulable_after_pod_added
+            api.ClusterEventWithHint(
+                api.ClusterEvent(api.EventResource.POD, api.ActionType.ADD),
+                _is_schedulable_after_pod_added,
             ),
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.POD_GROUP, ActionType.ADD | ActionType.UPDATE_GENERIC),
+            api.ClusterEventWithHint(
+                api.ClusterEvent(
+                    api.EventResource.POD_GROUP, api.ActionType.ADD | api.ActionType.UPDATE_GENERIC
+                ),
                 _is_schedulable_after_pod_group_change,
             ),
-            ClusterEventWithHint(
+            api.ClusterEventWithHint(
                 # The node changes a failed group waits for (.failures), besides new room.
-                ClusterEvent(
-                    EventResource.NODE,
-                    ActionType.ADD
-                    | ActionType.UPDATE_NODE_ALLOCATABLE
-                    | ActionType.UPDATE_NODE_LABEL
-                    | ActionType.UPDATE_NODE_TAINT,
+                api.ClusterEvent(
+                    api.EventResource.NODE,
+                    api.ActionType.ADD
+                    | api.ActionType.UPDATE_NODE_ALLOCATABLE
+                    | api.ActionType.UPDATE_NODE_LABEL
+                    | api.ActionType.UPDATE_NODE_TAINT,
                 )
             ),
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE),
+            api.ClusterEventWithHint(
+                api.ClusterEvent(api.EventResource.ASSIGNED_POD, api.ActionType.DELETE),
                 self._is_schedulable_after_assigned_pod_deleted,
             ),
         ]
 
     def _is_schedulable_after_assigned_pod_deleted(
         self, pod: Pod, old: Any, new: Any
-    ) -> QueueingHint:
+    ) -> api.QueueingHint:
         """Room given back helps a member, unless its own group gave it back (its failed
         attempt ending, which is no news to the group), or its group failed and the pod was not
         there then (its room was free at the failure)."""
         if not isinstance(old, Pod):
-            return QueueingHint.QUEUE
+            return api.QueueingHint.QUEUE
         key = group_of(pod)
         if key is None:
-            return QueueingHint.QUEUE
+            return api.QueueingHint.QUEUE
         if group_of(old) == key or self._failures.room_was_held(key, old.uid) is False:
-            return QueueingHint.QUEUE_SKIP
-        return QueueingHint.QUEUE
+            return api.QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE
 
     # Decision records ---------------------------------------------------------------------------
 
@@ -302,9 +289,9 @@ class Coscheduling:
         return group_state(self._groups, self._handle.waiting_pods(), pod)
 
 
-def _rejected_by_post_filter(group_key: str, pod: Pod) -> Status:
-    return Status(
-        Code.UNSCHEDULABLE,
+def _rejected_by_post_filter(group_key: str, pod: Pod) -> api.Status:
+    return api.Status(
+        api.Code.UNSCHEDULABLE,
         f"PodGroup {group_key} gets rejected due to Pod {pod.name} "
         "is unschedulable even after PostFilter",
     )
@@ -316,28 +303,28 @@ def _gap_is_small(group: PodGroup, placed: int) -> bool:
     return bool(group.min_member) and (group.min_member - placed) / group.min_member <= SMALL_GAP
 
 
-def _is_schedulable_after_pod_added(pod: Pod, old: Any, new: Any) -> QueueingHint:
+def _is_schedulable_after_pod_added(pod: Pod, old: Any, new: Any) -> api.QueueingHint:
     """A new pod helps the members of its own group (it may complete ``minMember``)."""
     if not isinstance(new, Pod):
-        return QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE
     key = group_of(pod)
     if key is not None and group_of(new) == key:
-        return QueueingHint.QUEUE
-    return QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE
+    return api.QueueingHint.QUEUE_SKIP
 
 
-def _is_schedulable_after_pod_group_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+def _is_schedulable_after_pod_group_change(pod: Pod, old: Any, new: Any) -> api.QueueingHint:
     """A PodGroup created or changed helps its own members."""
     if not isinstance(new, PodGroup):
-        return QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE
     if group_of(pod) == new.key:
-        return QueueingHint.QUEUE
-    return QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE
+    return api.QueueingHint.QUEUE_SKIP
 
 
 def new(
     args: Mapping[str, Any] | None,
-    handle: Handle,
+    handle: api.Handle,
     *,
     gang_preemptor: GangPreemptor | None = None,
 ) -> Coscheduling:

@@ -11,14 +11,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from kopf_scheduler import plugin_api as api
     from kopf_scheduler.model.pod import Pod
-    from kopf_scheduler.plugin_api import CycleState, Framework, PostFilterResult, Status
 
 
 class GangPreemptor(Protocol):
     def preempt_for_group(
-        self, framework: Framework, state: CycleState, pod: Pod, group_key: str
-    ) -> tuple[PostFilterResult | None, Status] | None:
+        self, framework: api.Framework, state: api.CycleState, pod: Pod, group_key: str
+    ) -> tuple[api.PostFilterResult | None, api.Status] | None:
         """Make room for the group ``group_key`` that ``pod`` belongs to; the PostFilter result
         and status to return, or ``None`` when it did not handle the group (the plugin then
         rejects the group's waiting members as without it)."""

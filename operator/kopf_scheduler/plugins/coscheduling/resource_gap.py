@@ -32,11 +32,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.pod_group import POD_GROUP_LABEL, PodGroup
 from kopf_scheduler.model.resources import CPU, PODS
-from kopf_scheduler.plugin_api import (
-    NodeInfo,
-)
 
 _DECIMAL_SUFFIXES = {
     "n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18
@@ -99,7 +97,7 @@ class _Missing:
     """Go's scale for the amount so far."""
 
 
-def resource_gap(group: PodGroup, nodes: Iterable[NodeInfo]) -> dict[str, _Missing] | None:
+def resource_gap(group: PodGroup, nodes: Iterable[api.NodeInfo]) -> dict[str, _Missing] | None:
     """What ``nodes`` lack to hold ``group``'s ``minResources`` and ``minMember`` pods; ``None``
     when they have room (or the group sets no minimum)."""
     if group.min_resources is None:

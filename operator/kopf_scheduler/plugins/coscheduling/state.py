@@ -15,15 +15,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.pod import Pod
-from kopf_scheduler.plugin_api import (
-    WaitingPod,
-)
 from kopf_scheduler.plugins.coscheduling.groups import GroupManager, group_of, is_member
 
 
 def group_state(
-    groups: GroupManager, waiting_pods: Iterable[WaitingPod], pod: Pod
+    groups: GroupManager, waiting_pods: Iterable[api.WaitingPod], pod: Pod
 ) -> dict[str, Any] | None:
     """The state of ``pod``'s group as JSON-ready facts with a one-line ``summary``; ``None``
     for a pod of no group."""

@@ -27,20 +27,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kopf_scheduler.plugin_api import (
-    MAX_NODE_SCORE,
-    Fallback,
-    IntArray,
-    NodeRejections,
-    Role,
-    term_key,
-)
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.plugins.inter_pod_affinity.filtering import matches_all_terms
 
 if TYPE_CHECKING:
     from kopf_scheduler.model.affinity import AffinityTerm
     from kopf_scheduler.model.pod import Pod
-    from kopf_scheduler.plugin_api import NodeColumns, NodeInfo
     from kopf_scheduler.plugins.inter_pod_affinity.filtering import (
         PreFilterState,
         TopologyCounts,
@@ -59,7 +51,11 @@ EXISTING_ANTI_AFFINITY = 2
 """Filter rejection detail: an existing pod's required anti-affinity rejects the pod."""
 
 _NO_NAMESPACE_LABELS: Mapping[str, str] = {}
-_SCORING_ROLES = (Role.REQUIRED_AFFINITY, Role.PREFERRED_AFFINITY, Role.PREFERRED_ANTI_AFFINITY)
+_SCORING_ROLES = (
+    api.Role.REQUIRED_AFFINITY,
+    api.Role.PREFERRED_AFFINITY,
+    api.Role.PREFERRED_ANTI_AFFINITY,
+)
 _EXACT_LIMIT = 2**52
 """Largest raw score whose float64 normalisation equals Python's int division."""
 
@@ -69,13 +65,13 @@ class _PairSums:
 
     __slots__ = ("_nodes", "_sums")
 
-    def __init__(self, nodes: NodeColumns) -> None:
+    def __init__(self, nodes: api.NodeColumns) -> None:
         self._nodes = nodes
-        self._sums: dict[str, tuple[IntArray, IntArray]] = {}
+        self._sums: dict[str, tuple[api.IntArray, api.IntArray]] = {}
         """Topology key -> (sums, contributions) by the key's label code."""
 
     def add(
-        self, topology_key: str, positions: IntArray, amounts: IntArray, weight: int = 1
+        self, topology_key: str, positions: api.IntArray, amounts: api.IntArray, weight: int = 1
     ) -> None:
         """Count ``amounts`` pods at node ``positions`` (``weight`` each) in their domains."""
         column = self._nodes.mirror.labels(topology_key)
@@ -126,16 +122,16 @@ class AffinityColumns:
 
     __slots__ = ("_nodes",)
 
-    def __init__(self, nodes: NodeColumns) -> None:
+    def __init__(self, nodes: api.NodeColumns) -> None:
         self._nodes = nodes
 
     def _pair_tables(
         self, counts: TopologyCounts, topology_keys: Iterable[str]
-    ) -> dict[str, IntArray]:
+    ) -> dict[str, api.IntArray]:
         """``counts`` of each of ``topology_keys`` by label code, with a last slot (0) that
         code -1 indexes."""
         amounts = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
-        tables: dict[str, IntArray] = {}
+        tables: dict[str, api.IntArray] = {}
         for topology_key in topology_keys:
             if topology_key in tables:
                 continue
@@ -149,24 +145,24 @@ class AffinityColumns:
             tables[topology_key] = table
         return tables
 
-    def _term_counts(self, term: AffinityTerm) -> IntArray:
+    def _term_counts(self, term: AffinityTerm) -> api.IntArray:
         """Per node: the pods ``term`` (an incoming pod's resolved term) selects."""
 
         def matches(pod: Pod) -> bool:
             return term.matches(pod.namespace, pod.labels, _NO_NAMESPACE_LABELS)
 
-        return self._nodes.pod_counts.column(("term", term_key(term)), matches)
+        return self._nodes.pod_counts.column(("term", api.term_key(term)), matches)
 
     # AffinityCounter -----------------------------------------------------------------------------
 
     def existing_anti_affinity_counts(
-        self, pod: Pod, namespace_labels: Mapping[str, str], nodes: Sequence[NodeInfo]
+        self, pod: Pod, namespace_labels: Mapping[str, str], nodes: Sequence[api.NodeInfo]
     ) -> TopologyCounts | None:
         node_columns = self._nodes
         if not node_columns.serves(nodes):
             return None
         sums = _PairSums(node_columns)
-        for entry in node_columns.census.entries((Role.REQUIRED_ANTI_AFFINITY,)):
+        for entry in node_columns.census.entries((api.Role.REQUIRED_ANTI_AFFINITY,)):
             term = entry.term
             if term.matches(pod.namespace, pod.labels, namespace_labels):
                 positions, occurrences = entry.arrays()
@@ -177,7 +173,7 @@ class AffinityColumns:
         self,
         affinity_terms: Sequence[AffinityTerm],
         anti_affinity_terms: Sequence[AffinityTerm],
-        nodes: Sequence[NodeInfo],
+        nodes: Sequence[api.NodeInfo],
     ) -> tuple[TopologyCounts, TopologyCounts] | None:
         node_columns = self._nodes
         if not node_columns.serves(nodes):
@@ -190,7 +186,7 @@ class AffinityColumns:
                 return matches_all_terms(terms, pod)
 
             matching = node_columns.pod_counts.column(
-                ("all terms", tuple(term_key(term) for term in terms)), matches_all
+                ("all terms", tuple(api.term_key(term) for term in terms)), matches_all
             )
             positions = np.flatnonzero(matching)
             for term in terms:
@@ -203,7 +199,7 @@ class AffinityColumns:
         return affinity.counts(), anti_affinity.counts()
 
     def topology_scores(
-        self, scorer: TopologyScorer, nodes: Sequence[NodeInfo]
+        self, scorer: TopologyScorer, nodes: Sequence[api.NodeInfo]
     ) -> TopologyScores | None:
         node_columns = self._nodes
         if not node_columns.serves(nodes):
@@ -217,11 +213,11 @@ class AffinityColumns:
         incoming = scorer.incoming
         hard_weight = scorer.hard_pod_affinity_weight
         for entry in node_columns.census.entries(_SCORING_ROLES):
-            if entry.role is Role.REQUIRED_AFFINITY:
+            if entry.role is api.Role.REQUIRED_AFFINITY:
                 if hard_weight <= 0:
                     continue
                 weight = hard_weight
-            elif entry.role is Role.PREFERRED_AFFINITY:
+            elif entry.role is api.Role.PREFERRED_AFFINITY:
                 weight = entry.weight
             else:
                 weight = -entry.weight
@@ -233,7 +229,7 @@ class AffinityColumns:
 
     # Filter --------------------------------------------------------------------------------------
 
-    def filter_failures(self, state: PreFilterState) -> NodeRejections | None:
+    def filter_failures(self, state: PreFilterState) -> api.NodeRejections | None:
         """The nodes the plugin's Filter rejects and why (:data:`UNSATISFIED_AFFINITY`,
         :data:`BROKEN_ANTI_AFFINITY` or :data:`EXISTING_ANTI_AFFINITY`), or ``None``."""
         mirror = self._nodes.mirror
@@ -270,17 +266,17 @@ class AffinityColumns:
         fails = unsatisfied | broken | existing
         if not fails.any():
             return None
-        detail: IntArray = np.where(
+        detail: api.IntArray = np.where(
             unsatisfied,
             UNSATISFIED_AFFINITY,
             np.where(broken, BROKEN_ANTI_AFFINITY, EXISTING_ANTI_AFFINITY),
         )
 
-        return NodeRejections.by_detail(fails, detail)
+        return api.NodeRejections.by_detail(fails, detail)
 
     # Score ---------------------------------------------------------------------------------------
 
-    def scores(self, state: PreScoreState, positions: IntArray) -> IntArray:
+    def scores(self, state: PreScoreState, positions: api.IntArray) -> api.IntArray:
         """``scoring.node_score`` then ``scoring.normalize`` for the nodes at ``positions``."""
         mirror = self._nodes.mirror
         raw = np.zeros(len(positions), dtype=np.int64)
@@ -293,9 +289,11 @@ class AffinityColumns:
         lowest = int(raw.min())
         highest = int(raw.max())
         if max(abs(lowest), abs(highest)) >= _EXACT_LIMIT:
-            raise Fallback
+            raise api.Fallback
         spread = highest - lowest
         if spread <= 0:
             return np.zeros(len(raw), dtype=np.int64)
-        normalized: IntArray = (float(MAX_NODE_SCORE) * ((raw - lowest) / spread)).astype(np.int64)
+        normalized: api.IntArray = (float(api.MAX_NODE_SCORE) * ((raw - lowest) / spread)).astype(
+            np.int64
+        )
         return normalized

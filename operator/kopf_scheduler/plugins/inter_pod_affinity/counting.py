@@ -14,14 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from kopf_scheduler.plugin_api import (
-    StateKey,
-)
+from kopf_scheduler import plugin_api as api
 
 if TYPE_CHECKING:
     from kopf_scheduler.model.affinity import AffinityTerm
     from kopf_scheduler.model.pod import Pod
-    from kopf_scheduler.plugin_api import NodeInfo
     from kopf_scheduler.plugins.inter_pod_affinity.filtering import TopologyCounts
     from kopf_scheduler.plugins.inter_pod_affinity.scoring import TopologyScorer, TopologyScores
 
@@ -31,7 +28,7 @@ class AffinityCounter(Protocol):
     when it cannot."""
 
     def existing_anti_affinity_counts(
-        self, pod: Pod, namespace_labels: Mapping[str, str], nodes: Sequence[NodeInfo]
+        self, pod: Pod, namespace_labels: Mapping[str, str], nodes: Sequence[api.NodeInfo]
     ) -> TopologyCounts | None:
         """What :func:`.filtering.existing_anti_affinity_counts` computes."""
 
@@ -39,14 +36,14 @@ class AffinityCounter(Protocol):
         self,
         affinity_terms: Sequence[AffinityTerm],
         anti_affinity_terms: Sequence[AffinityTerm],
-        nodes: Sequence[NodeInfo],
+        nodes: Sequence[api.NodeInfo],
     ) -> tuple[TopologyCounts, TopologyCounts] | None:
         """What :func:`.filtering.incoming_affinity_counts` computes."""
 
     def topology_scores(
-        self, scorer: TopologyScorer, nodes: Sequence[NodeInfo]
+        self, scorer: TopologyScorer, nodes: Sequence[api.NodeInfo]
     ) -> TopologyScores | None:
         """The scores ``scorer`` accumulates over every pod of ``nodes``."""
 
 
-AFFINITY_COUNTER_KEY: StateKey[AffinityCounter] = StateKey("InterPodAffinityCounter")
+AFFINITY_COUNTER_KEY: api.StateKey[AffinityCounter] = api.StateKey("InterPodAffinityCounter")

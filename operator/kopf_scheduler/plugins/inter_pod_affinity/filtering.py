@@ -22,16 +22,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.affinity import AffinityTerm
 from kopf_scheduler.model.selectors import LabelSelector
-from kopf_scheduler.plugin_api import (
-    StateKey,
-)
 
 if TYPE_CHECKING:
     from kopf_scheduler.model.node import Node
     from kopf_scheduler.model.pod import Pod
-    from kopf_scheduler.plugin_api import NodeInfo
 
 REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"
@@ -174,11 +171,11 @@ class PreFilterState:
         )
 
 
-PRE_FILTER_KEY: StateKey[PreFilterState] = StateKey("PreFilterInterPodAffinity")
+PRE_FILTER_KEY: api.StateKey[PreFilterState] = api.StateKey("PreFilterInterPodAffinity")
 
 
 def existing_anti_affinity_counts(
-    pod: Pod, namespace_labels: Mapping[str, str], nodes: Iterable[NodeInfo]
+    pod: Pod, namespace_labels: Mapping[str, str], nodes: Iterable[api.NodeInfo]
 ) -> TopologyCounts:
     """Pairs where an existing pod's required anti-affinity term matches ``pod``."""
     counts: TopologyCounts = {}
@@ -201,7 +198,7 @@ def existing_anti_affinity_counts(
 def incoming_affinity_counts(
     affinity_terms: Sequence[AffinityTerm],
     anti_affinity_terms: Sequence[AffinityTerm],
-    nodes: Iterable[NodeInfo],
+    nodes: Iterable[api.NodeInfo],
 ) -> tuple[TopologyCounts, TopologyCounts]:
     """Pairs where existing pods match the incoming pod's (resolved) required terms."""
     affinity: TopologyCounts = {}

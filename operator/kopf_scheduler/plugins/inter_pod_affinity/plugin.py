@@ -14,36 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.affinity import AffinityTerm
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pod import Pod
-from kopf_scheduler.plugin_api import (
-    NODE_COLUMNS_KEY,
-    SKIP,
-    SUCCESS,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
-    EventResource,
-    Fallback,
-    FreeColumns,
-    Handle,
-    IntArray,
-    InvalidArgsError,
-    NodeColumns,
-    NodeInfo,
-    NodeRejections,
-    NodeScore,
-    PreFilterResult,
-    QueueingHint,
-    StateKey,
-    Status,
-    ensure_mapping,
-    int_arg,
-    reject_unknown,
-)
 from kopf_scheduler.plugins.inter_pod_affinity import filtering, scoring
 from kopf_scheduler.plugins.inter_pod_affinity.batch import AffinityColumns
 from kopf_scheduler.plugins.inter_pod_affinity.counting import (
@@ -70,9 +44,9 @@ class Args:
 
     @classmethod
     def parse(cls, raw: Any) -> Args:
-        args = ensure_mapping(raw)
-        reject_unknown(args, {"hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods"})
-        weight = int_arg(
+        args = api.ensure_mapping(raw)
+        api.reject_unknown(args, {"hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods"})
+        weight = api.int_arg(
             args,
             "hardPodAffinityWeight",
             DEFAULT_HARD_POD_AFFINITY_WEIGHT,
@@ -82,14 +56,16 @@ class Args:
         )
         ignore = args.get("ignorePreferredTermsOfExistingPods", False)
         if not isinstance(ignore, bool):
-            raise InvalidArgsError(
+            raise api.InvalidArgsError(
                 "args.ignorePreferredTermsOfExistingPods", f"must be a boolean, got {ignore!r}"
             )
         return cls(weight, ignore)
 
 
-def _not_found(key: StateKey[Any]) -> Status:
-    return Status.from_error(RuntimeError(f'error reading "{key.name}" from cycleState: not found'))
+def _not_found(key: api.StateKey[Any]) -> api.Status:
+    return api.Status.from_error(
+        RuntimeError(f'error reading "{key.name}" from cycleState: not found')
+    )
 
 
 def _matches_all(terms: tuple[AffinityTerm, ...], pod: Pod) -> bool:
@@ -98,79 +74,79 @@ def _matches_all(terms: tuple[AffinityTerm, ...], pod: Pod) -> bool:
     return all(t.matches(pod.namespace, pod.labels, _NO_NAMESPACE_LABELS) for t in terms)
 
 
-def is_schedulable_after_pod_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+def is_schedulable_after_pod_change(pod: Pod, old: Any, new: Any) -> api.QueueingHint:
     """Queue when an assigned pod starts matching the pod's affinity, or stops (or, deleted,
     stopped) matching its anti-affinity; unassigned pods never help."""
     if (old is not None and not isinstance(old, Pod)) or (
         new is not None and not isinstance(new, Pod)
     ):
-        return QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE
     if (new is not None and not new.node_name) or (old is not None and not old.node_name):
-        return QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE_SKIP
     terms = pod.pod_affinity_required
     anti_terms = pod.anti_affinity_required
     if old is not None and new is not None:
         if not _matches_all(terms, old) and _matches_all(terms, new):
-            return QueueingHint.QUEUE
+            return api.QueueingHint.QUEUE
         if _matches_all(anti_terms, old) and not _matches_all(anti_terms, new):
-            return QueueingHint.QUEUE
-        return QueueingHint.QUEUE_SKIP
+            return api.QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE_SKIP
     if new is not None:
-        return QueueingHint.QUEUE if _matches_all(terms, new) else QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE if _matches_all(terms, new) else api.QueueingHint.QUEUE_SKIP
     if old is None or not _matches_all(anti_terms, old):
-        return QueueingHint.QUEUE_SKIP
-    return QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE_SKIP
+    return api.QueueingHint.QUEUE
 
 
-def is_schedulable_after_node_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+def is_schedulable_after_node_change(pod: Pod, old: Any, new: Any) -> api.QueueingHint:
     """Queue when a node gains (or changes) an affinity topology key, loses or changes an
     anti-affinity topology key, or is added while the pod has anti-affinity."""
     if not isinstance(new, Node) or (old is not None and not isinstance(old, Node)):
-        return QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE
     for term in pod.pod_affinity_required:
         key = term.topology_key
         if old is None:
             if key in new.labels:
-                return QueueingHint.QUEUE
+                return api.QueueingHint.QUEUE
             continue
         old_value = old.labels.get(key)
         new_value = new.labels.get(key)
         if new_value is not None and old_value != new_value:
-            return QueueingHint.QUEUE
+            return api.QueueingHint.QUEUE
     for term in pod.anti_affinity_required:
         if old is None:
             # A new node either lacks the key (always acceptable) or may join a domain free of
             # the pods this one repels; both are worth a retry.
-            return QueueingHint.QUEUE
+            return api.QueueingHint.QUEUE
         key = term.topology_key
         old_value = old.labels.get(key)
         new_value = new.labels.get(key)
         if old_value is not None and old_value != new_value:
-            return QueueingHint.QUEUE
-    return QueueingHint.QUEUE_SKIP
+            return api.QueueingHint.QUEUE
+    return api.QueueingHint.QUEUE_SKIP
 
 
-def _affinity_counter(state: CycleState) -> AffinityCounter | None:
+def _affinity_counter(state: api.CycleState) -> AffinityCounter | None:
     """The counter offered for the attempt: one of its own, else the scheduler's columns."""
     counter = state.get(AFFINITY_COUNTER_KEY)
     if counter is not None:
         return counter
-    nodes = state.get(NODE_COLUMNS_KEY)
+    nodes = state.get(api.NODE_COLUMNS_KEY)
     return AffinityColumns(nodes) if nodes is not None else None
 
 
 class InterPodAffinity:
     name: ClassVar[str] = NAME
 
-    def __init__(self, args: Args, handle: Handle) -> None:
+    def __init__(self, args: Args, handle: api.Handle) -> None:
         self.args = args
         self._handle = handle
 
     # PreFilter / Filter ------------------------------------------------------------------
 
     def pre_filter(
-        self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
-    ) -> tuple[PreFilterResult | None, Status]:
+        self, state: api.CycleState, pod: Pod, nodes: list[api.NodeInfo]
+    ) -> tuple[api.PreFilterResult | None, api.Status]:
         snapshot = self._handle.snapshot
         all_namespaces = snapshot.namespace_labels
         affinity_terms = tuple(
@@ -201,7 +177,7 @@ class InterPodAffinity:
             else filtering.incoming_affinity_counts(affinity_terms, anti_affinity_terms, nodes)
         )
         if not existing and not affinity_terms and not anti_affinity_terms:
-            return None, SKIP
+            return None, api.SKIP
         state.write(
             filtering.PRE_FILTER_KEY,
             filtering.PreFilterState(
@@ -214,50 +190,56 @@ class InterPodAffinity:
                 anti_affinity_counts=anti_affinity,
             ),
         )
-        return None, SUCCESS
+        return None, api.SUCCESS
 
     def pre_filter_extensions(self) -> InterPodAffinity:
         return self
 
     def add_pod(
-        self, state: CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: NodeInfo
-    ) -> Status:
+        self, state: api.CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: api.NodeInfo
+    ) -> api.Status:
         return self._update(state, pod_to_add, node_info, 1)
 
     def remove_pod(
-        self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: Pod, node_info: NodeInfo
-    ) -> Status:
+        self,
+        state: api.CycleState,
+        pod_to_schedule: Pod,
+        pod_to_remove: Pod,
+        node_info: api.NodeInfo,
+    ) -> api.Status:
         return self._update(state, pod_to_remove, node_info, -1)
 
-    def _update(self, state: CycleState, other: Pod, node_info: NodeInfo, delta: int) -> Status:
+    def _update(
+        self, state: api.CycleState, other: Pod, node_info: api.NodeInfo, delta: int
+    ) -> api.Status:
         pre_filter_state = state.get(filtering.PRE_FILTER_KEY)
         if pre_filter_state is None:
             return _not_found(filtering.PRE_FILTER_KEY)
         if node_info.node is not None:
             pre_filter_state.update_with_pod(other, node_info.node, delta)
-        return SUCCESS
+        return api.SUCCESS
 
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+    def filter(self, state: api.CycleState, pod: Pod, node_info: api.NodeInfo) -> api.Status:
         pre_filter_state = state.get(filtering.PRE_FILTER_KEY)
         if pre_filter_state is None:
             return _not_found(filtering.PRE_FILTER_KEY)
         node = node_info.node
         if node is None:
-            return Status.from_error(RuntimeError("node not found"))
+            return api.Status.from_error(RuntimeError("node not found"))
         if not filtering.satisfies_pod_affinity(pre_filter_state, node):
-            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, filtering.REASON_AFFINITY)
+            return api.Status(api.Code.UNSCHEDULABLE_AND_UNRESOLVABLE, filtering.REASON_AFFINITY)
         if not filtering.satisfies_pod_anti_affinity(pre_filter_state, node):
-            return Status(Code.UNSCHEDULABLE, filtering.REASON_ANTI_AFFINITY)
+            return api.Status(api.Code.UNSCHEDULABLE, filtering.REASON_ANTI_AFFINITY)
         if not filtering.satisfies_existing_pods_anti_affinity(pre_filter_state, node):
-            return Status(Code.UNSCHEDULABLE, filtering.REASON_EXISTING_ANTI_AFFINITY)
-        return SUCCESS
+            return api.Status(api.Code.UNSCHEDULABLE, filtering.REASON_EXISTING_ANTI_AFFINITY)
+        return api.SUCCESS
 
     # PreScore / Score ----------------------------------------------------------------------
 
-    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
+    def pre_score(self, state: api.CycleState, pod: Pod, nodes: list[api.NodeInfo]) -> api.Status:
         has_preferred = bool(pod.affinity_preferred or pod.anti_affinity_preferred)
         if self.args.ignore_preferred_terms_of_existing_pods and not has_preferred:
-            return SKIP
+            return api.SKIP
         snapshot = self._handle.snapshot
         scorer = scoring.TopologyScorer(
             pod,
@@ -278,23 +260,27 @@ class InterPodAffinity:
                 scorer.process_nodes(snapshot.have_pods_with_affinity, all_pods=False)
             scores = scorer.scores
         if not scores:
-            return SKIP
+            return api.SKIP
         state.write(scoring.PRE_SCORE_KEY, scoring.PreScoreState(scores))
-        return SUCCESS
+        return api.SUCCESS
 
-    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
+    def score(
+        self, state: api.CycleState, pod: Pod, node_info: api.NodeInfo
+    ) -> tuple[int, api.Status]:
         pre_score_state = state.get(scoring.PRE_SCORE_KEY)
         if pre_score_state is None:
             return 0, _not_found(scoring.PRE_SCORE_KEY)
         node = node_info.node
         if node is None:
-            return 0, Status.from_error(RuntimeError("node not found"))
-        return scoring.node_score(pre_score_state, node), SUCCESS
+            return 0, api.Status.from_error(RuntimeError("node not found"))
+        return scoring.node_score(pre_score_state, node), api.SUCCESS
 
     def score_extensions(self) -> InterPodAffinity:
         return self
 
-    def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status:
+    def normalize_score(
+        self, state: api.CycleState, pod: Pod, scores: list[api.NodeScore]
+    ) -> api.Status:
         pre_score_state = state.get(scoring.PRE_SCORE_KEY)
         if pre_score_state is None:
             return _not_found(scoring.PRE_SCORE_KEY)
@@ -306,43 +292,45 @@ class InterPodAffinity:
         return self
 
     def filter_nodes(
-        self, state: CycleState, pod: Pod, nodes: NodeColumns, free: FreeColumns
-    ) -> NodeRejections | None:
+        self, state: api.CycleState, pod: Pod, nodes: api.NodeColumns, free: api.FreeColumns
+    ) -> api.NodeRejections | None:
         pre_filter_state = state.get(filtering.PRE_FILTER_KEY)
         if pre_filter_state is None:
-            raise Fallback
+            raise api.Fallback
         return AffinityColumns(nodes).filter_failures(pre_filter_state)
 
     def batch_score(self) -> InterPodAffinity:
         return self
 
     def score_nodes(
-        self, state: CycleState, pod: Pod, nodes: NodeColumns, positions: IntArray
-    ) -> IntArray:
+        self, state: api.CycleState, pod: Pod, nodes: api.NodeColumns, positions: api.IntArray
+    ) -> api.IntArray:
         pre_score_state = state.get(scoring.PRE_SCORE_KEY)
         if pre_score_state is None:
-            raise Fallback
+            raise api.Fallback
         return AffinityColumns(nodes).scores(pre_score_state, positions)
 
     # Queueing ------------------------------------------------------------------------------
 
-    def events_to_register(self) -> list[ClusterEventWithHint]:
+    def events_to_register(self) -> list[api.ClusterEventWithHint]:
         # Queueing hints are always on in v1.34, so upstream registers no NodeTaint update
         # (that was only needed to make up for the pre-check of the hint-less queue).
         return [
-            ClusterEventWithHint(
-                ClusterEvent(
-                    EventResource.POD,
-                    ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE,
+            api.ClusterEventWithHint(
+                api.ClusterEvent(
+                    api.EventResource.POD,
+                    api.ActionType.ADD | api.ActionType.UPDATE_POD_LABEL | api.ActionType.DELETE,
                 ),
                 is_schedulable_after_pod_change,
             ),
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
+            api.ClusterEventWithHint(
+                api.ClusterEvent(
+                    api.EventResource.NODE, api.ActionType.ADD | api.ActionType.UPDATE_NODE_LABEL
+                ),
                 is_schedulable_after_node_change,
             ),
         ]
 
 
-def new(args: Mapping[str, Any] | None, handle: Handle) -> InterPodAffinity:
+def new(args: Mapping[str, Any] | None, handle: api.Handle) -> InterPodAffinity:
     return InterPodAffinity(Args.parse(args), handle)

@@ -22,20 +22,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.affinity import AffinityTerm, WeightedAffinityTerm
-from kopf_scheduler.plugin_api import (
-    MAX_NODE_SCORE,
-    SUCCESS,
-    NodeScore,
-    StateKey,
-    Status,
-)
 from kopf_scheduler.plugins.inter_pod_affinity.filtering import resolve_incoming_term
 
 if TYPE_CHECKING:
     from kopf_scheduler.model.node import Node
     from kopf_scheduler.model.pod import Pod
-    from kopf_scheduler.plugin_api import NodeInfo
 
 TopologyScores = dict[str, dict[str, int]]
 """``topologyKey`` -> node label value -> summed weight."""
@@ -60,7 +53,7 @@ class PreScoreState:
         return f"PreScoreState({self.topology_scores})"
 
 
-PRE_SCORE_KEY: StateKey[PreScoreState] = StateKey("PreScoreInterPodAffinity")
+PRE_SCORE_KEY: api.StateKey[PreScoreState] = api.StateKey("PreScoreInterPodAffinity")
 
 
 def _add_term(
@@ -176,7 +169,7 @@ class TopologyScorer:
             sign=-1,
         )
 
-    def process_nodes(self, nodes: Iterable[NodeInfo], all_pods: bool) -> None:
+    def process_nodes(self, nodes: Iterable[api.NodeInfo], all_pods: bool) -> None:
         for node_info in nodes:
             node = node_info.node
             if node is None:
@@ -196,15 +189,15 @@ def node_score(state: PreScoreState, node: Node) -> int:
     return total
 
 
-def normalize(state: PreScoreState, scores: list[NodeScore]) -> Status:
+def normalize(state: PreScoreState, scores: list[api.NodeScore]) -> api.Status:
     if not state.topology_scores or not scores:
-        return SUCCESS
+        return api.SUCCESS
     lowest = min(entry.score for entry in scores)
     highest = max(entry.score for entry in scores)
     spread = highest - lowest
     for entry in scores:
         if spread > 0:
-            entry.score = int(float(MAX_NODE_SCORE) * ((entry.score - lowest) / spread))
+            entry.score = int(float(api.MAX_NODE_SCORE) * ((entry.score - lowest) / spread))
         else:
             entry.score = 0
-    return SUCCESS
+    return api.SUCCESS

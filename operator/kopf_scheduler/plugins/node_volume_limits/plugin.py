@@ -38,27 +38,10 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.pod_volumes import EPHEMERAL, PERSISTENT_VOLUME_CLAIM, PodVolume
 from kopf_scheduler.model.storage import CSINode, PersistentVolumeClaim, VolumeAttachment
-from kopf_scheduler.plugin_api import (
-    SKIP,
-    SUCCESS,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
-    EventResource,
-    Handle,
-    NodeInfo,
-    PreFilterExtensions,
-    PreFilterResult,
-    QueueingHint,
-    Status,
-    ensure_mapping,
-    reject_unknown,
-)
 from kopf_scheduler.plugins.csi_translation import (
     TranslationError,
     csi_volume_handle,
@@ -126,46 +109,46 @@ def _controlled_by(claim: PersistentVolumeClaim, pod: Pod) -> bool:
 class NodeVolumeLimits:
     name: ClassVar[str] = NAME
 
-    def __init__(self, handle: Handle, volume_id_prefix: str) -> None:
+    def __init__(self, handle: api.Handle, volume_id_prefix: str) -> None:
         self._handle = handle
         self._volume_id_prefix = volume_id_prefix
 
     def pre_filter(
-        self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
-    ) -> tuple[PreFilterResult | None, Status]:
+        self, state: api.CycleState, pod: Pod, nodes: list[api.NodeInfo]
+    ) -> tuple[api.PreFilterResult | None, api.Status]:
         if any(_may_need_attaching(volume) for volume in pod.volumes):
-            return None, SUCCESS
-        return None, SKIP
+            return None, api.SUCCESS
+        return None, api.SKIP
 
-    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+    def pre_filter_extensions(self) -> api.PreFilterExtensions | None:
         return None
 
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+    def filter(self, state: api.CycleState, pod: Pod, node_info: api.NodeInfo) -> api.Status:
         if not pod.volumes:
-            return SUCCESS
+            return api.SUCCESS
         node = node_info.node
         if node is None:
-            return Status(Code.ERROR, "node not found")
+            return api.Status(api.Code.ERROR, "node not found")
         csi_node = self._handle.storage.csi_node(node.name)
         new_volumes: AttachableVolumes = {}
         try:
             self._collect_attachable(pod, csi_node, new_volumes, incoming=True)
         except _ClaimNotFoundError as error:
-            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(error))
+            return api.Status(api.Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(error))
         except _CountingError as error:
-            return Status.from_error(error)
+            return api.Status.from_error(error)
         if not new_volumes:
-            return SUCCESS
+            return api.SUCCESS
         limits = volume_limits(csi_node)
         if not limits:
-            return SUCCESS
+            return api.SUCCESS
 
         in_use: AttachableVolumes = {}
         try:
             for existing in node_info.pods:
                 self._collect_attachable(existing, csi_node, in_use, incoming=False)
         except _CountingError as error:
-            return Status.from_error(error)
+            return api.Status.from_error(error)
         attached = Counter(in_use.values())
         for unique_name in in_use:
             new_volumes.pop(unique_name, None)
@@ -176,8 +159,8 @@ class NodeVolumeLimits:
         for driver, count in Counter(new_volumes.values()).items():
             limit = limits.get(driver)
             if limit is not None and attached[driver] + count > limit:
-                return Status(Code.UNSCHEDULABLE, REASON_MAX_VOLUME_COUNT)
-        return SUCCESS
+                return api.Status(api.Code.UNSCHEDULABLE, REASON_MAX_VOLUME_COUNT)
+        return api.SUCCESS
 
     def _collect_attachable(
         self, pod: Pod, csi_node: CSINode | None, into: AttachableVolumes, *, incoming: bool
@@ -279,89 +262,91 @@ class NodeVolumeLimits:
             attachments[unique_name] = attachment.attacher
         return attachments
 
-    def events_to_register(self) -> list[ClusterEventWithHint]:
+    def events_to_register(self) -> list[api.ClusterEventWithHint]:
         return [
-            ClusterEventWithHint(ClusterEvent(EventResource.CSI_NODE, ActionType.ADD)),
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.CSI_NODE, ActionType.UPDATE_GENERIC),
+            api.ClusterEventWithHint(
+                api.ClusterEvent(api.EventResource.CSI_NODE, api.ActionType.ADD)
+            ),
+            api.ClusterEventWithHint(
+                api.ClusterEvent(api.EventResource.CSI_NODE, api.ActionType.UPDATE_GENERIC),
                 is_schedulable_after_csi_node_updated,
             ),
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.POD, ActionType.DELETE),
+            api.ClusterEventWithHint(
+                api.ClusterEvent(api.EventResource.POD, api.ActionType.DELETE),
                 is_schedulable_after_pod_deleted,
             ),
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD),
+            api.ClusterEventWithHint(
+                api.ClusterEvent(api.EventResource.PERSISTENT_VOLUME_CLAIM, api.ActionType.ADD),
                 is_schedulable_after_claim_added,
             ),
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.VOLUME_ATTACHMENT, ActionType.DELETE),
+            api.ClusterEventWithHint(
+                api.ClusterEvent(api.EventResource.VOLUME_ATTACHMENT, api.ActionType.DELETE),
                 is_schedulable_after_attachment_deleted,
             ),
         ]
 
 
-def is_schedulable_after_csi_node_updated(pod: Pod, old: Any, new: Any) -> QueueingHint:
+def is_schedulable_after_csi_node_updated(pod: Pod, old: Any, new: Any) -> api.QueueingHint:
     """Queue when some driver's limit grew (a driver without a count counts as limit 0)."""
     if not isinstance(old, CSINode) or not isinstance(new, CSINode):
-        return QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE
     old_limits = {name: driver.allocatable_count or 0 for name, driver in old.drivers.items()}
     for name, driver in new.drivers.items():
         if (driver.allocatable_count or 0) > old_limits.get(name, 0):
-            return QueueingHint.QUEUE
-    return QueueingHint.QUEUE_SKIP
+            return api.QueueingHint.QUEUE
+    return api.QueueingHint.QUEUE_SKIP
 
 
-def is_schedulable_after_pod_deleted(pod: Pod, old: Any, new: Any) -> QueueingHint:
+def is_schedulable_after_pod_deleted(pod: Pod, old: Any, new: Any) -> api.QueueingHint:
     """Queue when the deleted pod was placed or nominated and had a volume that may have held
     an attach slot."""
     deleted = old
     if not isinstance(deleted, Pod):
-        return QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE
     if not deleted.volumes:
-        return QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE_SKIP
     if not deleted.node_name and not deleted.nominated_node_name:
-        return QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE_SKIP
     if any(_may_need_attaching(volume) for volume in deleted.volumes):
-        return QueueingHint.QUEUE
-    return QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE
+    return api.QueueingHint.QUEUE_SKIP
 
 
-def is_schedulable_after_claim_added(pod: Pod, old: Any, new: Any) -> QueueingHint:
+def is_schedulable_after_claim_added(pod: Pod, old: Any, new: Any) -> api.QueueingHint:
     """Queue when the new claim is one the pod uses (by name, or as its ephemeral claim)."""
     if not isinstance(new, PersistentVolumeClaim):
-        return QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE
     if new.namespace != pod.namespace:
-        return QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE_SKIP
     if any(_uses_claim(volume) and volume.claim_name == new.name for volume in pod.volumes):
-        return QueueingHint.QUEUE
-    return QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE
+    return api.QueueingHint.QUEUE_SKIP
 
 
-def is_schedulable_after_attachment_deleted(pod: Pod, old: Any, new: Any) -> QueueingHint:
+def is_schedulable_after_attachment_deleted(pod: Pod, old: Any, new: Any) -> api.QueueingHint:
     """Queue when the pod has a ``persistentVolumeClaim`` volume (whatever was detached), or an
     inline in-tree volume whose CSI driver is the attachment's attacher. An inline volume the
     translation library refuses also queues the pod: the hint cannot tell."""
     if not isinstance(old, VolumeAttachment):
-        return QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE
     for volume in pod.volumes:
         if volume.source_kind == PERSISTENT_VOLUME_CLAIM:
-            return QueueingHint.QUEUE
+            return api.QueueingHint.QUEUE
         plugin = plugin_for_source(volume.source_kind)
         if plugin is None:
             continue
         try:
             csi_volume_handle(plugin, volume.source, {})
         except TranslationError:
-            return QueueingHint.QUEUE
+            return api.QueueingHint.QUEUE
         if old.attacher == plugin.driver:
-            return QueueingHint.QUEUE
-    return QueueingHint.QUEUE_SKIP
+            return api.QueueingHint.QUEUE
+    return api.QueueingHint.QUEUE_SKIP
 
 
-def new(args: Mapping[str, Any] | None, handle: Handle) -> NodeVolumeLimits:
+def new(args: Mapping[str, Any] | None, handle: api.Handle) -> NodeVolumeLimits:
     """The plugin takes no arguments. Its volume-handle prefix only has to be unlikely to match
     a real volume handle, and it decides nothing, so it comes from the system's entropy rather
     than the profile's seeded generator (whose draws decide tie-breaks)."""
-    reject_unknown(ensure_mapping(args), set())
+    api.reject_unknown(api.ensure_mapping(args), set())
     return NodeVolumeLimits(handle, random_volume_id_prefix(random.SystemRandom()))

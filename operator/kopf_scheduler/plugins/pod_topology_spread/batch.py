@@ -22,24 +22,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.affinity import HONOR
 from kopf_scheduler.model.node import HOSTNAME_LABEL
-from kopf_scheduler.plugin_api import (
-    MAX_NODE_SCORE,
-    BoolArray,
-    Fallback,
-    FloatArray,
-    IntArray,
-    LabelColumn,
-    NodeRejections,
-    selector_key,
-)
 
 if TYPE_CHECKING:
     from kopf_scheduler.model.affinity import TopologySpreadConstraint
     from kopf_scheduler.model.pod import Pod
     from kopf_scheduler.model.selectors import LabelSelector
-    from kopf_scheduler.plugin_api import NodeColumns, NodeInfo
     from kopf_scheduler.plugins.pod_topology_spread.filtering import PreFilterState
     from kopf_scheduler.plugins.pod_topology_spread.scoring import PreScoreState
 
@@ -54,12 +44,12 @@ _EXACT_LIMIT = 2**52
 """Largest magnitude whose float64 arithmetic below stays exact where Python's int is used."""
 
 
-def go_round_array(values: FloatArray) -> IntArray:
+def go_round_array(values: api.FloatArray) -> api.IntArray:
     """:func:`~kopf_scheduler.plugins.pod_topology_spread.common.go_round`, elementwise."""
     whole = np.trunc(values)
     away_from_zero = np.where(values > 0, 1.0, -1.0)
     rounded = whole + np.where(np.abs(values - whole) >= 0.5, away_from_zero, 0.0)
-    result: IntArray = rounded.astype(np.int64)
+    result: api.IntArray = rounded.astype(np.int64)
     return result
 
 
@@ -68,10 +58,10 @@ class SpreadColumns:
 
     __slots__ = ("_nodes",)
 
-    def __init__(self, nodes: NodeColumns) -> None:
+    def __init__(self, nodes: api.NodeColumns) -> None:
         self._nodes = nodes
 
-    def selector_counts(self, selector: LabelSelector, namespace: str) -> IntArray:
+    def selector_counts(self, selector: LabelSelector, namespace: str) -> api.IntArray:
         """``count_pods_match_selector`` of every node (0 everywhere for an empty selector)."""
         mirror = self._nodes.mirror
         if selector.is_empty():
@@ -84,7 +74,9 @@ class SpreadColumns:
                 and selector.matches(pod.labels)
             )
 
-        return self._nodes.pod_counts.column(("spread", namespace, selector_key(selector)), matches)
+        return self._nodes.pod_counts.column(
+            ("spread", namespace, api.selector_key(selector)), matches
+        )
 
     # DomainCounter -------------------------------------------------------------------------------
 
@@ -92,7 +84,7 @@ class SpreadColumns:
         self,
         pod: Pod,
         constraints: Sequence[TopologySpreadConstraint],
-        nodes: Sequence[NodeInfo],
+        nodes: Sequence[api.NodeInfo],
         *,
         require_all_keys: bool,
         indices: Sequence[int],
@@ -103,7 +95,7 @@ class SpreadColumns:
             return None
         try:
             return self._domain_totals(pod, constraints, require_all_keys, indices)
-        except Fallback:
+        except api.Fallback:
             return None
 
     def _domain_totals(
@@ -120,8 +112,8 @@ class SpreadColumns:
         if require_all_keys:
             for column in columns:
                 counted &= column.codes >= 0
-        affinity: BoolArray | None = None
-        tolerated: BoolArray | None = None
+        affinity: api.BoolArray | None = None
+        tolerated: api.BoolArray | None = None
         totals: dict[int, dict[str, int]] = {}
         for index in indices:
             constraint = constraints[index]
@@ -147,7 +139,7 @@ class SpreadColumns:
 
     # Filter --------------------------------------------------------------------------------------
 
-    def filter_failures(self, state: PreFilterState, pod: Pod) -> NodeRejections | None:
+    def filter_failures(self, state: PreFilterState, pod: Pod) -> api.NodeRejections | None:
         """The nodes ``filtering.check_node`` rejects and why (:data:`MISSING_KEY` or
         :data:`TOO_SKEWED`), or ``None`` when it rejects none."""
         mirror = self._nodes.mirror
@@ -171,11 +163,11 @@ class SpreadColumns:
         if not fails.any():
             return None
 
-        return NodeRejections.by_detail(fails, detail)
+        return api.NodeRejections.by_detail(fails, detail)
 
     # Score ---------------------------------------------------------------------------------------
 
-    def scores(self, state: PreScoreState, pod: Pod, positions: IntArray) -> IntArray:
+    def scores(self, state: PreScoreState, pod: Pod, positions: api.IntArray) -> api.IntArray:
         """``scoring.node_score`` then ``scoring.normalize`` for the nodes at ``positions``."""
         mirror = self._nodes.mirror
         count = len(positions)
@@ -198,13 +190,13 @@ class SpreadColumns:
             else:
                 matched = column.table(state.pod_counts[index])[codes]
             if len(matched) and int(matched.max()) >= _EXACT_LIMIT:
-                raise Fallback
+                raise api.Fallback
             contribution = matched.astype(np.float64) * state.weights[index] + float(
                 constraint.max_skew - 1
             )
             total = np.where(codes >= 0, total + contribution, total)
         if len(total) and float(np.abs(total).max()) >= _EXACT_LIMIT:
-            raise Fallback
+            raise api.Fallback
         raw = np.where(ignored, 0, go_round_array(total))
         valid = ~ignored
         if not valid.any():
@@ -212,15 +204,19 @@ class SpreadColumns:
         lowest = int(raw[valid].min())
         highest = max(int(raw[valid].max()), 0)
         if highest == 0:
-            return np.where(valid, MAX_NODE_SCORE, 0)
-        normalized: IntArray = np.where(
-            valid, MAX_NODE_SCORE * (highest + lowest - raw) // highest, 0
+            return np.where(valid, api.MAX_NODE_SCORE, 0)
+        normalized: api.IntArray = np.where(
+            valid, api.MAX_NODE_SCORE * (highest + lowest - raw) // highest, 0
         )
         return normalized
 
 
 def _sum_by_domain(
-    column: LabelColumn, eligible: BoolArray, matched: IntArray, *, missing_as_empty: bool
+    column: api.LabelColumn,
+    eligible: api.BoolArray,
+    matched: api.IntArray,
+    *,
+    missing_as_empty: bool,
 ) -> dict[str, int]:
     """Matching pods per domain over the ``eligible`` nodes, domains in order of first node."""
     codes = column.codes[eligible]

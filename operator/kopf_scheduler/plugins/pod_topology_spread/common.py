@@ -29,9 +29,9 @@ from kopf_scheduler.model.selectors import LabelSelector, Requirement
 from kopf_scheduler.model.taints import NO_EXECUTE, NO_SCHEDULE, find_untolerated_taint
 
 if TYPE_CHECKING:
+    from kopf_scheduler import plugin_api as api
     from kopf_scheduler.model.node import Node
     from kopf_scheduler.model.pod import Pod
-    from kopf_scheduler.plugin_api import Handle
 
 SYSTEM_DEFAULTING = "System"
 LIST_DEFAULTING = "List"
@@ -97,7 +97,7 @@ class ConstraintSource:
         self,
         default_constraints: Sequence[TopologySpreadConstraint],
         system_defaulted: bool,
-        handle: Handle,
+        handle: api.Handle,
     ) -> None:
         self.default_constraints = tuple(default_constraints)
         self.system_defaulted = system_defaulted

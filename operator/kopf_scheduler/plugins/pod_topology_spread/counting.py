@@ -13,14 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from kopf_scheduler.plugin_api import (
-    StateKey,
-)
+from kopf_scheduler import plugin_api as api
 
 if TYPE_CHECKING:
     from kopf_scheduler.model.affinity import TopologySpreadConstraint
     from kopf_scheduler.model.pod import Pod
-    from kopf_scheduler.plugin_api import NodeInfo
 
 
 class DomainCounter(Protocol):
@@ -28,7 +25,7 @@ class DomainCounter(Protocol):
         self,
         pod: Pod,
         constraints: Sequence[TopologySpreadConstraint],
-        nodes: Sequence[NodeInfo],
+        nodes: Sequence[api.NodeInfo],
         *,
         require_all_keys: bool,
         indices: Sequence[int],
@@ -44,4 +41,4 @@ class DomainCounter(Protocol):
         """
 
 
-DOMAIN_COUNTER_KEY: StateKey[DomainCounter] = StateKey("PodTopologySpreadDomainCounter")
+DOMAIN_COUNTER_KEY: api.StateKey[DomainCounter] = api.StateKey("PodTopologySpreadDomainCounter")

@@ -25,10 +25,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.affinity import TopologySpreadConstraint
-from kopf_scheduler.plugin_api import (
-    StateKey,
-)
 from kopf_scheduler.plugins.pod_topology_spread.common import (
     count_pods_match_selector,
     matches_node_inclusion_policies,
@@ -38,7 +36,6 @@ from kopf_scheduler.plugins.pod_topology_spread.common import (
 if TYPE_CHECKING:
     from kopf_scheduler.model.node import Node
     from kopf_scheduler.model.pod import Pod
-    from kopf_scheduler.plugin_api import NodeInfo
     from kopf_scheduler.plugins.pod_topology_spread.counting import DomainCounter
 
 REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
@@ -135,13 +132,13 @@ class PreFilterState:
         return f"PreFilterState({self.match_num}, {self.critical_paths})"
 
 
-PRE_FILTER_KEY: StateKey[PreFilterState] = StateKey("PreFilterPodTopologySpread")
+PRE_FILTER_KEY: api.StateKey[PreFilterState] = api.StateKey("PreFilterPodTopologySpread")
 
 
 def build_pre_filter_state(
     pod: Pod,
     constraints: Sequence[TopologySpreadConstraint],
-    nodes: Sequence[NodeInfo],
+    nodes: Sequence[api.NodeInfo],
     counter: DomainCounter | None = None,
 ) -> PreFilterState:
     totals = (
@@ -166,7 +163,7 @@ def build_pre_filter_state(
 
 
 def _count_matches(
-    pod: Pod, constraints: Sequence[TopologySpreadConstraint], nodes: Iterable[NodeInfo]
+    pod: Pod, constraints: Sequence[TopologySpreadConstraint], nodes: Iterable[api.NodeInfo]
 ) -> list[dict[str, int]]:
     match_num: list[dict[str, int]] = [{} for _ in constraints]
     for node_info in nodes:

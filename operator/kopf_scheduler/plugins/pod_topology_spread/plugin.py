@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.affinity import (
     DO_NOT_SCHEDULE,
     HONOR,
@@ -19,32 +20,6 @@ from kopf_scheduler.model.affinity import (
 from kopf_scheduler.model.errors import InvalidObjectError
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pod import Pod
-from kopf_scheduler.plugin_api import (
-    NODE_COLUMNS_KEY,
-    SKIP,
-    SUCCESS,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
-    EventResource,
-    Fallback,
-    FreeColumns,
-    Handle,
-    IntArray,
-    InvalidArgsError,
-    NodeColumns,
-    NodeInfo,
-    NodeRejections,
-    NodeScore,
-    PreFilterResult,
-    QueueingHint,
-    StateKey,
-    Status,
-    ensure_mapping,
-    reject_unknown,
-)
 from kopf_scheduler.plugins.pod_topology_spread import filtering, scoring
 from kopf_scheduler.plugins.pod_topology_spread.batch import SpreadColumns
 from kopf_scheduler.plugins.pod_topology_spread.common import (
@@ -64,23 +39,23 @@ def _parse_default_constraints(raw: Any) -> tuple[TopologySpreadConstraint, ...]
     if raw is None:
         return ()
     if not isinstance(raw, list):
-        raise InvalidArgsError(field, "must be a list")
+        raise api.InvalidArgsError(field, "must be a list")
     constraints: list[TopologySpreadConstraint] = []
     seen: set[tuple[str, str]] = set()
     for index, entry in enumerate(raw):
         entry_field = f"{field}[{index}]"
         if isinstance(entry, Mapping) and entry.get("labelSelector") is not None:
-            raise InvalidArgsError(
+            raise api.InvalidArgsError(
                 f"{entry_field}.labelSelector",
                 "constraint must not define a selector, as they deduced for each pod",
             )
         try:
             constraint = TopologySpreadConstraint.parse(entry, entry_field, {})
         except InvalidObjectError as error:
-            raise InvalidArgsError(error.field, error.reason) from None
+            raise api.InvalidArgsError(error.field, error.reason) from None
         pair = (constraint.topology_key, constraint.when_unsatisfiable)
         if pair in seen:
-            raise InvalidArgsError(
+            raise api.InvalidArgsError(
                 entry_field,
                 f"Duplicate value: {{{constraint.topology_key}, {constraint.when_unsatisfiable}}}",
             )
@@ -104,26 +79,26 @@ class Args:
 
     @classmethod
     def parse(cls, raw: Any) -> Args:
-        args = ensure_mapping(raw)
-        reject_unknown(args, {"defaultConstraints", "defaultingType"})
+        args = api.ensure_mapping(raw)
+        api.reject_unknown(args, {"defaultConstraints", "defaultingType"})
         defaulting_type = args.get("defaultingType") or SYSTEM_DEFAULTING
         if defaulting_type not in (SYSTEM_DEFAULTING, LIST_DEFAULTING):
-            raise InvalidArgsError(
+            raise api.InvalidArgsError(
                 "args.defaultingType",
                 f'supported values: "{SYSTEM_DEFAULTING}", "{LIST_DEFAULTING}"; '
                 f"got {defaulting_type!r}",
             )
         constraints = _parse_default_constraints(args.get("defaultConstraints"))
         if defaulting_type == SYSTEM_DEFAULTING and constraints:
-            raise InvalidArgsError(
+            raise api.InvalidArgsError(
                 "args.defaultingType",
                 f'Invalid value: "{SYSTEM_DEFAULTING}": when .defaultConstraints are not empty',
             )
         return cls(constraints, defaulting_type)
 
 
-def _not_found(key: StateKey[Any]) -> Status:
-    return Status.from_error(RuntimeError(f'reading "{key.name}" from cycleState: not found'))
+def _not_found(key: api.StateKey[Any]) -> api.Status:
+    return api.Status.from_error(RuntimeError(f'reading "{key.name}" from cycleState: not found'))
 
 
 def _involved_in_spreading(incoming: Pod, pod_with_spreading: Pod) -> bool:
@@ -142,19 +117,19 @@ def _taints_key(node: Node) -> tuple[tuple[str, str, str], ...]:
     return tuple((t.key, t.value, t.effect) for t in node.taints)
 
 
-def _domain_counter(state: CycleState) -> DomainCounter | None:
+def _domain_counter(state: api.CycleState) -> DomainCounter | None:
     """The counter offered for the attempt: one of its own, else the scheduler's columns."""
     counter = state.get(DOMAIN_COUNTER_KEY)
     if counter is not None:
         return counter
-    nodes = state.get(NODE_COLUMNS_KEY)
+    nodes = state.get(api.NODE_COLUMNS_KEY)
     return SpreadColumns(nodes) if nodes is not None else None
 
 
 class PodTopologySpread:
     name: ClassVar[str] = NAME
 
-    def __init__(self, args: Args, handle: Handle) -> None:
+    def __init__(self, args: Args, handle: api.Handle) -> None:
         self.args = args
         self._handle = handle
         system_defaulted = args.defaulting_type == SYSTEM_DEFAULTING
@@ -164,63 +139,67 @@ class PodTopologySpread:
     # PreFilter / Filter ------------------------------------------------------------------
 
     def pre_filter(
-        self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
-    ) -> tuple[PreFilterResult | None, Status]:
+        self, state: api.CycleState, pod: Pod, nodes: list[api.NodeInfo]
+    ) -> tuple[api.PreFilterResult | None, api.Status]:
         constraints = self.constraint_source.constraints(pod, DO_NOT_SCHEDULE)
         if not constraints:
-            return None, SKIP
+            return None, api.SKIP
         state.write(
             filtering.PRE_FILTER_KEY,
             filtering.build_pre_filter_state(pod, constraints, nodes, _domain_counter(state)),
         )
-        return None, SUCCESS
+        return None, api.SUCCESS
 
     def pre_filter_extensions(self) -> PodTopologySpread:
         return self
 
     def add_pod(
-        self, state: CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: NodeInfo
-    ) -> Status:
+        self, state: api.CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: api.NodeInfo
+    ) -> api.Status:
         return self._update(state, pod_to_schedule, pod_to_add, node_info, 1)
 
     def remove_pod(
-        self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: Pod, node_info: NodeInfo
-    ) -> Status:
+        self,
+        state: api.CycleState,
+        pod_to_schedule: Pod,
+        pod_to_remove: Pod,
+        node_info: api.NodeInfo,
+    ) -> api.Status:
         return self._update(state, pod_to_schedule, pod_to_remove, node_info, -1)
 
     def _update(
-        self, state: CycleState, preemptor: Pod, other: Pod, node_info: NodeInfo, delta: int
-    ) -> Status:
+        self, state: api.CycleState, preemptor: Pod, other: Pod, node_info: api.NodeInfo, delta: int
+    ) -> api.Status:
         pre_filter_state = state.get(filtering.PRE_FILTER_KEY)
         if pre_filter_state is None:
             return _not_found(filtering.PRE_FILTER_KEY)
         if node_info.node is not None:
             pre_filter_state.update_with_pod(other, preemptor, node_info.node, delta)
-        return SUCCESS
+        return api.SUCCESS
 
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+    def filter(self, state: api.CycleState, pod: Pod, node_info: api.NodeInfo) -> api.Status:
         pre_filter_state = state.get(filtering.PRE_FILTER_KEY)
         if pre_filter_state is None:
             return _not_found(filtering.PRE_FILTER_KEY)
         node = node_info.node
         if node is None:
-            return Status.from_error(RuntimeError("node not found"))
+            return api.Status.from_error(RuntimeError("node not found"))
         reason = filtering.check_node(pre_filter_state, pod, node)
         if reason is None:
-            return SUCCESS
+            return api.SUCCESS
         if reason == filtering.REASON_NODE_LABEL_NOT_MATCH:
-            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reason)
-        return Status(Code.UNSCHEDULABLE, reason)
+            return api.Status(api.Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reason)
+        return api.Status(api.Code.UNSCHEDULABLE, reason)
 
     # PreScore / Score ----------------------------------------------------------------------
 
-    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
+    def pre_score(self, state: api.CycleState, pod: Pod, nodes: list[api.NodeInfo]) -> api.Status:
         all_nodes = self._handle.snapshot.node_info_list
         if not all_nodes:
-            return SKIP
+            return api.SKIP
         constraints = self.constraint_source.constraints(pod, SCHEDULE_ANYWAY)
         if not constraints:
-            return SKIP
+            return api.SKIP
         # Nodes without a zone still spread by hostname under the system defaults.
         require_all = bool(pod.topology_spread_constraints) or not (
             self.constraint_source.system_defaulted
@@ -231,18 +210,22 @@ class PodTopologySpread:
                 pod, constraints, nodes, all_nodes, require_all, _domain_counter(state)
             ),
         )
-        return SUCCESS
+        return api.SUCCESS
 
-    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
+    def score(
+        self, state: api.CycleState, pod: Pod, node_info: api.NodeInfo
+    ) -> tuple[int, api.Status]:
         pre_score_state = state.get(scoring.PRE_SCORE_KEY)
         if pre_score_state is None:
             return 0, _not_found(scoring.PRE_SCORE_KEY)
-        return scoring.node_score(pre_score_state, pod, node_info), SUCCESS
+        return scoring.node_score(pre_score_state, pod, node_info), api.SUCCESS
 
     def score_extensions(self) -> PodTopologySpread:
         return self
 
-    def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status:
+    def normalize_score(
+        self, state: api.CycleState, pod: Pod, scores: list[api.NodeScore]
+    ) -> api.Status:
         pre_score_state = state.get(scoring.PRE_SCORE_KEY)
         if pre_score_state is None:
             return _not_found(scoring.PRE_SCORE_KEY)
@@ -254,38 +237,38 @@ class PodTopologySpread:
         return self
 
     def filter_nodes(
-        self, state: CycleState, pod: Pod, nodes: NodeColumns, free: FreeColumns
-    ) -> NodeRejections | None:
+        self, state: api.CycleState, pod: Pod, nodes: api.NodeColumns, free: api.FreeColumns
+    ) -> api.NodeRejections | None:
         pre_filter_state = state.get(filtering.PRE_FILTER_KEY)
         if pre_filter_state is None:
-            raise Fallback
+            raise api.Fallback
         return SpreadColumns(nodes).filter_failures(pre_filter_state, pod)
 
     def batch_score(self) -> PodTopologySpread:
         return self
 
     def score_nodes(
-        self, state: CycleState, pod: Pod, nodes: NodeColumns, positions: IntArray
-    ) -> IntArray:
+        self, state: api.CycleState, pod: Pod, nodes: api.NodeColumns, positions: api.IntArray
+    ) -> api.IntArray:
         pre_score_state = state.get(scoring.PRE_SCORE_KEY)
         if pre_score_state is None:
-            raise Fallback
+            raise api.Fallback
         return SpreadColumns(nodes).scores(pre_score_state, pod, positions)
 
     # Queueing ------------------------------------------------------------------------------
 
-    def is_schedulable_after_pod_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+    def is_schedulable_after_pod_change(self, pod: Pod, old: Any, new: Any) -> api.QueueingHint:
         """Queue when an assigned pod in the namespace that a ``DoNotSchedule`` selector
         matches appears or disappears, when a label change flips such a match, or when the pod
         itself gets new tolerations while a constraint honours taints."""
         if (old is not None and not isinstance(old, Pod)) or (
             new is not None and not isinstance(new, Pod)
         ):
-            return QueueingHint.QUEUE
+            return api.QueueingHint.QUEUE
         if (new is not None and not _involved_in_spreading(new, pod)) or (
             old is not None and not _involved_in_spreading(old, pod)
         ):
-            return QueueingHint.QUEUE_SKIP
+            return api.QueueingHint.QUEUE_SKIP
         constraints = self.constraint_source.constraints(pod, DO_NOT_SCHEDULE)
         if old is not None and new is not None:
             if (
@@ -293,33 +276,33 @@ class PodTopologySpread:
                 and _tolerations_key(new) != _tolerations_key(old)
                 and any(c.node_taints_policy == HONOR for c in constraints)
             ):
-                return QueueingHint.QUEUE
+                return api.QueueingHint.QUEUE
             if new.labels == old.labels:
-                return QueueingHint.QUEUE_SKIP
+                return api.QueueingHint.QUEUE_SKIP
             for c in constraints:
                 if c.selector.matches(old.labels) != c.selector.matches(new.labels):
-                    return QueueingHint.QUEUE
-            return QueueingHint.QUEUE_SKIP
+                    return api.QueueingHint.QUEUE
+            return api.QueueingHint.QUEUE_SKIP
         changed = new if new is not None else old
         if changed is None:
-            return QueueingHint.QUEUE_SKIP
+            return api.QueueingHint.QUEUE_SKIP
         if any(c.selector.matches(changed.labels) for c in constraints):
-            return QueueingHint.QUEUE
-        return QueueingHint.QUEUE_SKIP
+            return api.QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE_SKIP
 
-    def is_schedulable_after_node_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+    def is_schedulable_after_node_change(self, pod: Pod, old: Any, new: Any) -> api.QueueingHint:
         """Queue when a node starts or stops carrying every topology key, changes the value
         of one, changes its taints while it carries them all, or is added or deleted with them."""
         if (old is not None and not isinstance(old, Node)) or (
             new is not None and not isinstance(new, Node)
         ):
-            return QueueingHint.QUEUE
+            return api.QueueingHint.QUEUE
         constraints = self.constraint_source.constraints(pod, DO_NOT_SCHEDULE)
         old_matching = old is not None and node_labels_match(old.labels, constraints)
         new_matching = new is not None and node_labels_match(new.labels, constraints)
         if old is not None and new is not None:
             if old_matching != new_matching:
-                return QueueingHint.QUEUE
+                return api.QueueingHint.QUEUE
             if new_matching and (
                 any(
                     old.labels.get(c.topology_key, "") != new.labels.get(c.topology_key, "")
@@ -327,38 +310,38 @@ class PodTopologySpread:
                 )
                 or _taints_key(old) != _taints_key(new)
             ):
-                return QueueingHint.QUEUE
-            return QueueingHint.QUEUE_SKIP
+                return api.QueueingHint.QUEUE
+            return api.QueueingHint.QUEUE_SKIP
         if new is not None:
-            return QueueingHint.QUEUE if new_matching else QueueingHint.QUEUE_SKIP
-        return QueueingHint.QUEUE if old_matching else QueueingHint.QUEUE_SKIP
+            return api.QueueingHint.QUEUE if new_matching else api.QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE if old_matching else api.QueueingHint.QUEUE_SKIP
 
-    def events_to_register(self) -> list[ClusterEventWithHint]:
+    def events_to_register(self) -> list[api.ClusterEventWithHint]:
         # With queueing hints (always on in v1.34) a pod rejected because of taint-honouring
         # constraints is retried when it gains tolerations.
         pod_actions = (
-            ActionType.ADD
-            | ActionType.UPDATE_POD_LABEL
-            | ActionType.UPDATE_POD_TOLERATIONS
-            | ActionType.DELETE
+            api.ActionType.ADD
+            | api.ActionType.UPDATE_POD_LABEL
+            | api.ActionType.UPDATE_POD_TOLERATIONS
+            | api.ActionType.DELETE
         )
         node_actions = (
-            ActionType.ADD
-            | ActionType.DELETE
-            | ActionType.UPDATE_NODE_LABEL
-            | ActionType.UPDATE_NODE_TAINT
+            api.ActionType.ADD
+            | api.ActionType.DELETE
+            | api.ActionType.UPDATE_NODE_LABEL
+            | api.ActionType.UPDATE_NODE_TAINT
         )
         return [
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.POD, pod_actions),
+            api.ClusterEventWithHint(
+                api.ClusterEvent(api.EventResource.POD, pod_actions),
                 self.is_schedulable_after_pod_change,
             ),
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.NODE, node_actions),
+            api.ClusterEventWithHint(
+                api.ClusterEvent(api.EventResource.NODE, node_actions),
                 self.is_schedulable_after_node_change,
             ),
         ]
 
 
-def new(args: Mapping[str, Any] | None, handle: Handle) -> PodTopologySpread:
+def new(args: Mapping[str, Any] | None, handle: api.Handle) -> PodTopologySpread:
     return PodTopologySpread(Args.parse(args), handle)

@@ -22,15 +22,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.affinity import TopologySpreadConstraint
 from kopf_scheduler.model.node import HOSTNAME_LABEL
-from kopf_scheduler.plugin_api import (
-    MAX_NODE_SCORE,
-    SUCCESS,
-    NodeScore,
-    StateKey,
-    Status,
-)
 from kopf_scheduler.plugins.pod_topology_spread.common import (
     count_pods_match_selector,
     go_log,
@@ -41,7 +35,6 @@ from kopf_scheduler.plugins.pod_topology_spread.common import (
 
 if TYPE_CHECKING:
     from kopf_scheduler.model.pod import Pod
-    from kopf_scheduler.plugin_api import NodeInfo
     from kopf_scheduler.plugins.pod_topology_spread.counting import DomainCounter
 
 _INVALID_SCORE = -1
@@ -75,7 +68,7 @@ class PreScoreState:
         )
 
 
-PRE_SCORE_KEY: StateKey[PreScoreState] = StateKey("PreScorePodTopologySpread")
+PRE_SCORE_KEY: api.StateKey[PreScoreState] = api.StateKey("PreScorePodTopologySpread")
 
 
 def topology_normalizing_weight(size: int) -> float:
@@ -90,8 +83,8 @@ def score_for_count(count: int, max_skew: int, weight: float) -> float:
 def build_pre_score_state(
     pod: Pod,
     constraints: Sequence[TopologySpreadConstraint],
-    filtered_nodes: Sequence[NodeInfo],
-    all_nodes: Sequence[NodeInfo],
+    filtered_nodes: Sequence[api.NodeInfo],
+    all_nodes: Sequence[api.NodeInfo],
     require_all_topologies: bool,
     counter: DomainCounter | None = None,
 ) -> PreScoreState:
@@ -136,7 +129,7 @@ def build_pre_score_state(
 def _count_in_domains(
     pod: Pod,
     constraints: Sequence[TopologySpreadConstraint],
-    all_nodes: Iterable[NodeInfo],
+    all_nodes: Iterable[api.NodeInfo],
     require_all_topologies: bool,
     pod_counts: list[dict[str, int]],
 ) -> None:
@@ -159,7 +152,7 @@ def _count_in_domains(
             )
 
 
-def node_score(state: PreScoreState, pod: Pod, node_info: NodeInfo) -> int:
+def node_score(state: PreScoreState, pod: Pod, node_info: api.NodeInfo) -> int:
     node = node_info.node
     if node is None or node.name in state.ignored_nodes:
         return 0
@@ -176,7 +169,7 @@ def node_score(state: PreScoreState, pod: Pod, node_info: NodeInfo) -> int:
     return go_round(total)
 
 
-def normalize(state: PreScoreState, scores: list[NodeScore]) -> Status:
+def normalize(state: PreScoreState, scores: list[api.NodeScore]) -> api.Status:
     lowest: int | None = None
     highest = 0
     for entry in scores:
@@ -190,8 +183,8 @@ def normalize(state: PreScoreState, scores: list[NodeScore]) -> Status:
         if entry.score == _INVALID_SCORE:
             entry.score = 0
         elif highest == 0:
-            entry.score = MAX_NODE_SCORE
+            entry.score = api.MAX_NODE_SCORE
         else:
             assert lowest is not None
-            entry.score = MAX_NODE_SCORE * (highest + lowest - entry.score) // highest
-    return SUCCESS
+            entry.score = api.MAX_NODE_SCORE * (highest + lowest - entry.score) // highest
+    return api.SUCCESS

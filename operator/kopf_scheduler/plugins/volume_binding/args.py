@@ -12,11 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kopf_scheduler.plugin_api import (
-    InvalidArgsError,
-    ensure_mapping,
-    reject_unknown,
-)
+from kopf_scheduler import plugin_api as api
 
 DEFAULT_BIND_TIMEOUT_SECONDS = 600
 
@@ -31,20 +27,20 @@ class Args:
 
     @classmethod
     def parse(cls, raw: Any) -> Args:
-        args = ensure_mapping(raw)
-        reject_unknown(args, {"bindTimeoutSeconds", "shape"})
+        args = api.ensure_mapping(raw)
+        api.reject_unknown(args, {"bindTimeoutSeconds", "shape"})
         timeout = args.get("bindTimeoutSeconds")
         if timeout is None:
             timeout = DEFAULT_BIND_TIMEOUT_SECONDS
         if not isinstance(timeout, int) or isinstance(timeout, bool):
-            raise InvalidArgsError(
+            raise api.InvalidArgsError(
                 "args.bindTimeoutSeconds", f"must be an integer, got {timeout!r}"
             )
         if timeout < 0:
-            raise InvalidArgsError(
+            raise api.InvalidArgsError(
                 "args.bindTimeoutSeconds",
                 "invalid BindTimeoutSeconds, should not be a negative value",
             )
         if args.get("shape") is not None:
-            raise InvalidArgsError("args.shape", _SHAPE_WITHOUT_GATE)
+            raise api.InvalidArgsError("args.shape", _SHAPE_WITHOUT_GATE)
         return cls(timeout)

@@ -22,15 +22,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.pod_volumes import PodVolume
 from kopf_scheduler.model.storage import (
     CLAIM_LOST,
     PersistentVolume,
     PersistentVolumeClaim,
-)
-from kopf_scheduler.plugin_api import (
-    StorageCache,
 )
 from kopf_scheduler.plugins.volume_binding.errors import VolumeBindingError
 
@@ -68,7 +66,7 @@ def ephemeral_claim_problem(claim: PersistentVolumeClaim, pod: Pod) -> str:
     return ""
 
 
-def claims_rejection(pod: Pod, storage: StorageCache) -> tuple[bool, str]:
+def claims_rejection(pod: Pod, storage: api.StorageCache) -> tuple[bool, str]:
     """Whether the pod uses claims at all, and the first reason it cannot be scheduled now.
 
     Reads the claims as the API reported them, never the scheduler's assumptions.
@@ -98,7 +96,7 @@ def claims_rejection(pod: Pod, storage: StorageCache) -> tuple[bool, str]:
     return uses_claims, ""
 
 
-def current_claim(pod: Pod, volume: PodVolume, storage: StorageCache) -> PersistentVolumeClaim:
+def current_claim(pod: Pod, volume: PodVolume, storage: api.StorageCache) -> PersistentVolumeClaim:
     """The volume's claim as the scheduler sees it; raises VolumeBindingError if it is unusable."""
     key = f"{pod.namespace}/{volume.claim_name}"
     claim = storage.claims.get(key)
@@ -113,7 +111,7 @@ def current_claim(pod: Pod, volume: PodVolume, storage: StorageCache) -> Persist
     return claim
 
 
-def waits_for_first_consumer(claim: PersistentVolumeClaim, storage: StorageCache) -> bool:
+def waits_for_first_consumer(claim: PersistentVolumeClaim, storage: api.StorageCache) -> bool:
     """Delay binding: the claim's class exists and binds on first consumer (no class: no)."""
     if not claim.storage_class_name:
         return False
@@ -121,7 +119,7 @@ def waits_for_first_consumer(claim: PersistentVolumeClaim, storage: StorageCache
     return storage_class is not None and storage_class.waits_for_first_consumer
 
 
-def classify_claims(pod: Pod, storage: StorageCache) -> PodVolumeClaims:
+def classify_claims(pod: Pod, storage: api.StorageCache) -> PodVolumeClaims:
     """Split the pod's claims by binding state; raises VolumeBindingError for an unusable one."""
     bound: list[PersistentVolumeClaim] = []
     delay_binding: list[PersistentVolumeClaim] = []
@@ -143,7 +141,7 @@ def classify_claims(pod: Pod, storage: StorageCache) -> PodVolumeClaims:
     )
 
 
-def pod_volumes_bound(pod: Pod, storage: StorageCache) -> bool:
+def pod_volumes_bound(pod: Pod, storage: api.StorageCache) -> bool:
     """Whether every claim of the pod is bound as the scheduler sees it (an unusable one is not)."""
     for volume in _claim_volumes(pod):
         try:

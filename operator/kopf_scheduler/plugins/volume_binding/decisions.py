@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.selectors import NodeSelector
 from kopf_scheduler.model.storage import (
@@ -30,9 +31,6 @@ from kopf_scheduler.model.storage import (
     CSINode,
     PersistentVolume,
     PersistentVolumeClaim,
-)
-from kopf_scheduler.plugin_api import (
-    StorageCache,
 )
 from kopf_scheduler.plugins.csi_translation import TranslationError, migrated_node_affinity
 from kopf_scheduler.plugins.volume_binding.claims import PodVolumeClaims
@@ -76,7 +74,7 @@ def node_affinity_on(volume: PersistentVolume, csi_node: CSINode | None) -> Node
 
 
 def check_bound_claims(
-    claims: Iterable[PersistentVolumeClaim], node: Node, storage: StorageCache
+    claims: Iterable[PersistentVolumeClaim], node: Node, storage: api.StorageCache
 ) -> tuple[bool, bool]:
     """(every bound claim's PV admits the node, every bound claim's PV exists).
 
@@ -128,7 +126,7 @@ def _reasons(
 
 
 def find_pod_volumes(
-    claims: PodVolumeClaims, node: Node, storage: StorageCache
+    claims: PodVolumeClaims, node: Node, storage: api.StorageCache
 ) -> tuple[PodVolumes, list[str]]:
     """The node's PodVolumes and the reasons it does not fit (none: it fits).
 

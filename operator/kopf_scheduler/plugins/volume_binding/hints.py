@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.pod_volumes import CSI
 from kopf_scheduler.model.storage import (
@@ -30,16 +31,9 @@ from kopf_scheduler.model.storage import (
     PersistentVolumeClaim,
     StorageClass,
 )
-from kopf_scheduler.plugin_api import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    QueueingHint,
-)
 from kopf_scheduler.plugins.volume_binding.provisioning import volume_limit
 
-_ADD_OR_UPDATE = ActionType.ADD | ActionType.UPDATE
+_ADD_OR_UPDATE = api.ActionType.ADD | api.ActionType.UPDATE
 
 TopologyTerms = tuple[tuple[tuple[str, tuple[str, ...]], ...], ...]
 
@@ -59,84 +53,88 @@ def _topology_terms(storage_class: StorageClass) -> TopologyTerms:
     return tuple(terms)
 
 
-def is_schedulable_after_storage_class_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+def is_schedulable_after_storage_class_change(pod: Pod, old: Any, new: Any) -> api.QueueingHint:
     if not isinstance(new, StorageClass) or (old is not None and not isinstance(old, StorageClass)):
-        return QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE
     if old is None or _topology_terms(old) != _topology_terms(new):
-        return QueueingHint.QUEUE
-    return QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE
+    return api.QueueingHint.QUEUE_SKIP
 
 
-def is_schedulable_after_claim_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+def is_schedulable_after_claim_change(pod: Pod, old: Any, new: Any) -> api.QueueingHint:
     if not isinstance(new, PersistentVolumeClaim):
-        return QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE
     if new.namespace != pod.namespace:
-        return QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE_SKIP
     if any(volume.claim_name == new.name for volume in pod.volumes if volume.claim_name):
-        return QueueingHint.QUEUE
-    return QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE
+    return api.QueueingHint.QUEUE_SKIP
 
 
-def is_schedulable_after_csi_node_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+def is_schedulable_after_csi_node_change(pod: Pod, old: Any, new: Any) -> api.QueueingHint:
     if old is None:
-        return QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE
     if not isinstance(old, CSINode) or not isinstance(new, CSINode):
-        return QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE
     old_plugins = old.annotations.get(MIGRATED_PLUGINS_ANNOTATION, "")
     if old_plugins != new.annotations.get(MIGRATED_PLUGINS_ANNOTATION, ""):
-        return QueueingHint.QUEUE
-    return QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE
+    return api.QueueingHint.QUEUE_SKIP
 
 
-def is_schedulable_after_csi_driver_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+def is_schedulable_after_csi_driver_change(pod: Pod, old: Any, new: Any) -> api.QueueingHint:
     if not isinstance(old, CSIDriver) or not isinstance(new, CSIDriver):
-        return QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE
     for volume in pod.volumes:
         if volume.source_kind != CSI or volume.source.get("driver") != new.name:
             continue
         if old.storage_capacity and not new.storage_capacity:
-            return QueueingHint.QUEUE
-    return QueueingHint.QUEUE_SKIP
+            return api.QueueingHint.QUEUE
+    return api.QueueingHint.QUEUE_SKIP
 
 
-def is_schedulable_after_capacity_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+def is_schedulable_after_capacity_change(pod: Pod, old: Any, new: Any) -> api.QueueingHint:
     if not isinstance(new, CSIStorageCapacity) or (
         old is not None and not isinstance(old, CSIStorageCapacity)
     ):
-        return QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE
     if old is None:
-        return QueueingHint.QUEUE
+        return api.QueueingHint.QUEUE
     old_limit = volume_limit(old)
     new_limit = volume_limit(new)
     if new_limit is not None and (old_limit is None or new_limit > old_limit):
-        return QueueingHint.QUEUE
-    return QueueingHint.QUEUE_SKIP
+        return api.QueueingHint.QUEUE
+    return api.QueueingHint.QUEUE_SKIP
 
 
-def events_to_register() -> list[ClusterEventWithHint]:
+def events_to_register() -> list[api.ClusterEventWithHint]:
     return [
-        ClusterEventWithHint(
-            ClusterEvent(EventResource.STORAGE_CLASS, _ADD_OR_UPDATE),
+        api.ClusterEventWithHint(
+            api.ClusterEvent(api.EventResource.STORAGE_CLASS, _ADD_OR_UPDATE),
             is_schedulable_after_storage_class_change,
         ),
-        ClusterEventWithHint(
-            ClusterEvent(EventResource.PERSISTENT_VOLUME_CLAIM, _ADD_OR_UPDATE),
+        api.ClusterEventWithHint(
+            api.ClusterEvent(api.EventResource.PERSISTENT_VOLUME_CLAIM, _ADD_OR_UPDATE),
             is_schedulable_after_claim_change,
         ),
-        ClusterEventWithHint(ClusterEvent(EventResource.PERSISTENT_VOLUME, _ADD_OR_UPDATE)),
-        ClusterEventWithHint(
-            ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)
+        api.ClusterEventWithHint(
+            api.ClusterEvent(api.EventResource.PERSISTENT_VOLUME, _ADD_OR_UPDATE)
         ),
-        ClusterEventWithHint(
-            ClusterEvent(EventResource.CSI_NODE, _ADD_OR_UPDATE),
+        api.ClusterEventWithHint(
+            api.ClusterEvent(
+                api.EventResource.NODE, api.ActionType.ADD | api.ActionType.UPDATE_NODE_LABEL
+            )
+        ),
+        api.ClusterEventWithHint(
+            api.ClusterEvent(api.EventResource.CSI_NODE, _ADD_OR_UPDATE),
             is_schedulable_after_csi_node_change,
         ),
-        ClusterEventWithHint(
-            ClusterEvent(EventResource.CSI_DRIVER, ActionType.UPDATE),
+        api.ClusterEventWithHint(
+            api.ClusterEvent(api.EventResource.CSI_DRIVER, api.ActionType.UPDATE),
             is_schedulable_after_csi_driver_change,
         ),
-        ClusterEventWithHint(
-            ClusterEvent(EventResource.CSI_STORAGE_CAPACITY, _ADD_OR_UPDATE),
+        api.ClusterEventWithHint(
+            api.ClusterEvent(api.EventResource.CSI_STORAGE_CAPACITY, _ADD_OR_UPDATE),
             is_schedulable_after_capacity_change,
         ),
     ]

@@ -23,19 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.pod import Pod
-from kopf_scheduler.plugin_api import (
-    SKIP,
-    SUCCESS,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
-    Handle,
-    NodeInfo,
-    PreFilterResult,
-    StateKey,
-    Status,
-)
 from kopf_scheduler.plugins.volume_binding.args import Args
 from kopf_scheduler.plugins.volume_binding.claims import (
     PodVolumeClaims,
@@ -73,90 +62,94 @@ class VolumeBindingState:
         return self
 
 
-STATE_KEY: StateKey[VolumeBindingState] = StateKey(NAME)
+STATE_KEY: api.StateKey[VolumeBindingState] = api.StateKey(NAME)
 
 
-def _error(error: VolumeBindingError) -> Status:
-    return Status.from_error(error)
+def _error(error: VolumeBindingError) -> api.Status:
+    return api.Status.from_error(error)
 
 
 class VolumeBinding:
     name: ClassVar[str] = NAME
 
-    def __init__(self, args: Args, handle: Handle) -> None:
+    def __init__(self, args: Args, handle: api.Handle) -> None:
         self.args = args
         self._handle = handle
 
     # PreFilter / Filter ------------------------------------------------------------------
 
     def pre_filter(
-        self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
-    ) -> tuple[PreFilterResult | None, Status]:
+        self, state: api.CycleState, pod: Pod, nodes: list[api.NodeInfo]
+    ) -> tuple[api.PreFilterResult | None, api.Status]:
         storage = self._handle.storage
         uses_claims, rejection = claims_rejection(pod, storage)
         if rejection:
-            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, rejection)
+            return None, api.Status(api.Code.UNSCHEDULABLE_AND_UNRESOLVABLE, rejection)
         if not uses_claims:
             state.write(STATE_KEY, VolumeBindingState(NO_CLAIMS))
-            return None, SKIP
+            return None, api.SKIP
         try:
             claims = classify_claims(pod, storage)
         except VolumeBindingError as error:
             return None, _error(error)
         if claims.immediate_unbound:
-            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON_UNBOUND_IMMEDIATE)
+            return None, api.Status(
+                api.Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON_UNBOUND_IMMEDIATE
+            )
         state.write(STATE_KEY, VolumeBindingState(claims))
-        return None, SUCCESS
+        return None, api.SUCCESS
 
     def pre_filter_extensions(self) -> None:
         return None
 
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+    def filter(self, state: api.CycleState, pod: Pod, node_info: api.NodeInfo) -> api.Status:
         node = node_info.node
         if node is None:
-            return Status(Code.ERROR, "node not found")
+            return api.Status(api.Code.ERROR, "node not found")
         data = state.get(STATE_KEY)
         if data is None:
-            return Status(Code.ERROR, STATE_NOT_FOUND)
+            return api.Status(api.Code.ERROR, STATE_NOT_FOUND)
         try:
             volumes, reasons = find_pod_volumes(data.claims, node, self._handle.storage)
         except VolumeBindingError as error:
             return _error(error)
         if reasons:
-            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, *reasons)
+            return api.Status(api.Code.UNSCHEDULABLE_AND_UNRESOLVABLE, *reasons)
         data.pod_volumes_by_node[node.name] = volumes
-        return SUCCESS
+        return api.SUCCESS
 
     # PreScore / Score: listed, never scoring (capacity scoring is an alpha gate) ----------
 
-    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
-        return SKIP
+    def pre_score(self, state: api.CycleState, pod: Pod, nodes: list[api.NodeInfo]) -> api.Status:
+        return api.SKIP
 
-    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
-        return 0, SUCCESS
+    def score(
+        self, state: api.CycleState, pod: Pod, node_info: api.NodeInfo
+    ) -> tuple[int, api.Status]:
+        return 0, api.SUCCESS
 
     def score_extensions(self) -> None:
         return None
 
     # Reserve / Unreserve ------------------------------------------------------------------
 
-    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+    def reserve(self, state: api.CycleState, pod: Pod, node_name: str) -> api.Status:
         data = state.get(STATE_KEY)
         if data is None:
-            return Status(Code.ERROR, STATE_NOT_FOUND)
+            return api.Status(api.Code.ERROR, STATE_NOT_FOUND)
         volumes = data.pod_volumes_by_node.get(node_name)
         if volumes is None:
             data.all_bound = True
-            return SUCCESS
+            return api.SUCCESS
         try:
             all_bound, assumed = assume_pod_volumes(self._handle.storage, pod, node_name, volumes)
         except VolumeBindingError as error:
             return _error(error)
         data.all_bound = all_bound
         data.pod_volumes_by_node[node_name] = assumed
-        return SUCCESS
+        return api.SUCCESS
 
-    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+    def unreserve(self, state: api.CycleState, pod: Pod, node_name: str) -> None:
         data = state.get(STATE_KEY)
         volumes = data.pod_volumes_by_node.get(node_name) if data is not None else None
         if volumes is not None:
@@ -164,28 +157,28 @@ class VolumeBinding:
 
     # PreBind ------------------------------------------------------------------------------
 
-    async def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+    async def pre_bind(self, state: api.CycleState, pod: Pod, node_name: str) -> api.Status:
         data = state.get(STATE_KEY)
         if data is None:
-            return Status(Code.ERROR, STATE_NOT_FOUND)
+            return api.Status(api.Code.ERROR, STATE_NOT_FOUND)
         if data.all_bound:
-            return SUCCESS
+            return api.SUCCESS
         volumes = data.pod_volumes_by_node.get(node_name)
         if volumes is None:
-            return Status(Code.ERROR, f'no pod volume found for node "{node_name}"')
+            return api.Status(api.Code.ERROR, f'no pod volume found for node "{node_name}"')
         try:
             await bind_pod_volumes(
                 self._handle, pod, node_name, volumes, self.args.bind_timeout_seconds
             )
         except VolumeBindingError as error:
             return _error(error)
-        return SUCCESS
+        return api.SUCCESS
 
     # Queueing -----------------------------------------------------------------------------
 
-    def events_to_register(self) -> list[ClusterEventWithHint]:
+    def events_to_register(self) -> list[api.ClusterEventWithHint]:
         return events_to_register()
 
 
-def new(args: Mapping[str, Any] | None, handle: Handle) -> VolumeBinding:
+def new(args: Mapping[str, Any] | None, handle: api.Handle) -> VolumeBinding:
     return VolumeBinding(Args.parse(args), handle)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.storage import (
@@ -32,10 +33,6 @@ from kopf_scheduler.model.storage import (
     CSINode,
     PersistentVolume,
     PersistentVolumeClaim,
-)
-from kopf_scheduler.plugin_api import (
-    ApiError,
-    Handle,
 )
 from kopf_scheduler.plugins.volume_binding.claims import CLAIM_DESCRIPTION
 from kopf_scheduler.plugins.volume_binding.decisions import (
@@ -60,11 +57,11 @@ class WrittenObjects:
     claims: tuple[PersistentVolumeClaim, ...]
 
 
-def _api_message(error: ApiError) -> str:
+def _api_message(error: api.ApiError) -> str:
     return error.message or str(error)
 
 
-async def write_pod_volumes(handle: Handle, volumes: PodVolumes) -> WrittenObjects:
+async def write_pod_volumes(handle: api.Handle, volumes: PodVolumes) -> WrittenObjects:
     """Write the assumed PVs and claims; raises VolumeBindingError on the first failure."""
     writer = handle.storage_writer
     if writer is None:
@@ -85,7 +82,7 @@ async def write_pod_volumes(handle: Handle, volumes: PodVolumes) -> WrittenObjec
             storage.volumes.restore(binding.volume.key)
         for claim in claims[len(written_claims) :]:
             storage.claims.restore(claim.key)
-        if isinstance(error, ApiError):
+        if isinstance(error, api.ApiError):
             raise VolumeBindingError(_api_message(error)) from error
         raise
     return WrittenObjects(tuple(written_bindings), tuple(written_claims))
@@ -107,7 +104,7 @@ def _affinity_mismatch(volume: PersistentVolume, node: Node) -> str:
 
 
 def _check_static_binding(
-    handle: Handle, binding: StaticBinding, node: Node, csi_node: CSINode | None
+    handle: api.Handle, binding: StaticBinding, node: Node, csi_node: CSINode | None
 ) -> bool:
     storage = handle.storage
     volume = storage.volumes.get_api_object(binding.volume.key)
@@ -134,7 +131,7 @@ def _check_static_binding(
 
 
 def _check_provisioned_claim(
-    handle: Handle, written: PersistentVolumeClaim, node: Node, csi_node: CSINode | None
+    handle: api.Handle, written: PersistentVolumeClaim, node: Node, csi_node: CSINode | None
 ) -> bool:
     storage = handle.storage
     claim = storage.claims.get_api_object(written.key)
@@ -157,7 +154,9 @@ def _check_provisioned_claim(
     return claim.is_bound
 
 
-def bindings_complete(handle: Handle, pod: Pod, node_name: str, written: WrittenObjects) -> bool:
+def bindings_complete(
+    handle: api.Handle, pod: Pod, node_name: str, written: WrittenObjects
+) -> bool:
     """Whether every written binding is complete; raises VolumeBindingError when it never will."""
     node_info = handle.snapshot.get(node_name)
     node = node_info.node if node_info is not None else None
@@ -172,7 +171,7 @@ def bindings_complete(handle: Handle, pod: Pod, node_name: str, written: Written
 
 
 async def wait_for_bindings(
-    handle: Handle, pod: Pod, node_name: str, written: WrittenObjects, timeout: float
+    handle: api.Handle, pod: Pod, node_name: str, written: WrittenObjects, timeout: float
 ) -> None:
     """Poll every second until the bindings are complete; raises VolumeBindingError."""
     deadline = handle.now() + timeout
@@ -191,7 +190,7 @@ async def wait_for_bindings(
 
 
 async def bind_pod_volumes(
-    handle: Handle, pod: Pod, node_name: str, volumes: PodVolumes, timeout: float
+    handle: api.Handle, pod: Pod, node_name: str, volumes: PodVolumes, timeout: float
 ) -> None:
     """Write the node's assumed decisions and wait for the PV controller to complete them."""
     written = await write_pod_volumes(handle, volumes)

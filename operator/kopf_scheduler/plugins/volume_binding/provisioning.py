@@ -25,15 +25,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.storage import (
     NO_PROVISIONER,
     STORAGE,
     CSIStorageCapacity,
     PersistentVolumeClaim,
     StorageClass,
-)
-from kopf_scheduler.plugin_api import (
-    StorageCache,
 )
 from kopf_scheduler.plugins.volume_binding.errors import VolumeBindingError
 
@@ -74,7 +72,7 @@ def matching_capacity(
     claim: PersistentVolumeClaim,
     storage_class: StorageClass,
     node_labels: Mapping[str, str],
-    storage: StorageCache,
+    storage: api.StorageCache,
 ) -> tuple[bool, CSIStorageCapacity | None]:
     """Whether there is room for the claim's volume where the node can reach it, and where."""
     if not _requests_storage(claim):
@@ -98,7 +96,7 @@ def matching_capacity(
 def check_provisioning(
     claims: Iterable[PersistentVolumeClaim],
     node_labels: Mapping[str, str],
-    storage: StorageCache,
+    storage: api.StorageCache,
 ) -> ProvisioningCheck:
     """Whether every claim can be provisioned for a node with these labels.
 

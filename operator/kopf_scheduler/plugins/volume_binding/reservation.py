@@ -16,16 +16,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.storage import (
     SELECTED_NODE_ANNOTATION,
     PersistentVolume,
     PersistentVolumeClaim,
-)
-from kopf_scheduler.plugin_api import (
-    AssumeCache,
-    AssumeConflictError,
-    StorageCache,
 )
 from kopf_scheduler.plugins.volume_binding.claims import CLAIM_DESCRIPTION, pod_volumes_bound
 from kopf_scheduler.plugins.volume_binding.decisions import PodVolumes, StaticBinding
@@ -38,7 +34,7 @@ VOLUME_DESCRIPTION = "v1.PersistentVolume"
 
 
 def _assume(
-    cache: AssumeCache[PersistentVolume] | AssumeCache[PersistentVolumeClaim],
+    cache: api.AssumeCache[PersistentVolume] | api.AssumeCache[PersistentVolumeClaim],
     obj: Any,
     description: str,
 ) -> None:
@@ -47,7 +43,7 @@ def _assume(
         cache.assume(obj)
     except KeyError:
         raise VolumeBindingError(f'could not find {description} "{obj.key}"') from None
-    except AssumeConflictError:
+    except api.AssumeConflictError:
         stored_version = stored.resource_version if stored is not None else ""
         raise VolumeBindingError(
             f'{description} "{obj.key}" is out of sync '
@@ -67,18 +63,18 @@ def with_selected_node(claim: PersistentVolumeClaim, node_name: str) -> Persiste
     return PersistentVolumeClaim(raw)
 
 
-def _restore_volumes(storage: StorageCache, bindings: tuple[StaticBinding, ...]) -> None:
+def _restore_volumes(storage: api.StorageCache, bindings: tuple[StaticBinding, ...]) -> None:
     for binding in bindings:
         storage.volumes.restore(binding.volume.key)
 
 
-def _restore_claims(storage: StorageCache, provisions: tuple[DynamicProvision, ...]) -> None:
+def _restore_claims(storage: api.StorageCache, provisions: tuple[DynamicProvision, ...]) -> None:
     for provision in provisions:
         storage.claims.restore(provision.claim.key)
 
 
 def assume_pod_volumes(
-    storage: StorageCache, pod: Pod, node_name: str, volumes: PodVolumes
+    storage: api.StorageCache, pod: Pod, node_name: str, volumes: PodVolumes
 ) -> tuple[bool, PodVolumes]:
     """Assume the node's decisions; returns (all bound already, the decisions as assumed).
 
@@ -109,7 +105,7 @@ def assume_pod_volumes(
     return False, PodVolumes(tuple(bindings), tuple(provisions))
 
 
-def revert_assumed_pod_volumes(storage: StorageCache, volumes: PodVolumes) -> None:
+def revert_assumed_pod_volumes(storage: api.StorageCache, volumes: PodVolumes) -> None:
     """Drop the assumptions on the decisions' PVs and claims."""
     _restore_volumes(storage, volumes.static_bindings)
     _restore_claims(storage, volumes.dynamic_provisions)
