@@ -13,6 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from kopf_scheduler.cli_output import print_rendered
 from kopf_scheduler.config.errors import ConfigError
 from kopf_scheduler.config.loader import check_config_file, default_config
 from kopf_scheduler.config.types import SchedulerConfig
@@ -106,12 +107,15 @@ def capacity_command(args: argparse.Namespace) -> int:
     except CapacityError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
-    if args.output == "json":
-        print(render_capacity_json(counted))
-    elif args.output == "html":
-        print(render_capacity_html(counted), end="")
-    else:
-        print(render_capacity_table(counted), end="")
+    print_rendered(
+        counted,
+        args.output,
+        {
+            "json": render_capacity_json,
+            "html": render_capacity_html,
+            "table": render_capacity_table,
+        },
+    )
     return 0
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from kopf_scheduler import exit_codes
+from kopf_scheduler.cli_output import print_rendered
 from kopf_scheduler.completion import add_completion_command
 from kopf_scheduler.config.errors import ConfigError
 from kopf_scheduler.config.loader import LoadedConfig, check_config_file, default_config
@@ -97,14 +98,16 @@ def simulate_command(args: argparse.Namespace) -> int:
     simulation = Simulation(config, seed=args.seed, explain=explain)
     result = sim_loop.run(simulation.run(scenario))
     report = build_report(result, explain=explain, added=added)
-    if args.output == "html":
-        print(render_simulation_html(report), end="")
-    elif args.output == "json":
-        print(render_json(report))
-    elif args.output == "yaml":
-        print(render_yaml(report), end="")
-    else:
-        print(render_table(report), end="")
+    print_rendered(
+        report,
+        args.output,
+        {
+            "html": render_simulation_html,
+            "json": render_json,
+            "yaml": render_yaml,
+            "table": render_table,
+        },
+    )
     return 0
 
 

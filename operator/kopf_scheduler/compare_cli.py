@@ -12,6 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from kopf_scheduler.cli_output import print_rendered
 from kopf_scheduler.config.errors import ConfigError
 from kopf_scheduler.config.loader import check_config_file
 from kopf_scheduler.config.types import SchedulerConfig
@@ -76,10 +77,13 @@ def compare_configs(args: argparse.Namespace) -> int:
             return EXIT_USAGE
     results = sim_loop.run(run_both(configs, scenario, seed=args.seed))
     comparison = compare((str(first), str(second)), results)
-    if args.output == "json":
-        print(render_comparison_json(comparison))
-    elif args.output == "html":
-        print(render_comparison_html(comparison), end="")
-    else:
-        print(render_comparison_table(comparison), end="")
+    print_rendered(
+        comparison,
+        args.output,
+        {
+            "json": render_comparison_json,
+            "html": render_comparison_html,
+            "table": render_comparison_table,
+        },
+    )
     return EXIT_CHANGED if comparison.changed else 0

@@ -23,7 +23,12 @@ from kopf_scheduler.cache.node_info import HostPortUsage, ImageState, NodeInfo
 from kopf_scheduler.cache.snapshot import Snapshot
 from kopf_scheduler.cache.storage_cache import AssumeCache, AssumeConflictError, StorageCache
 from kopf_scheduler.framework.args import InvalidArgsError, ensure_mapping, int_arg, reject_unknown
-from kopf_scheduler.framework.cycle_state import CycleState, StateKey, StateNotFoundError
+from kopf_scheduler.framework.cycle_state import (
+    CycleState,
+    SharedState,
+    StateKey,
+    StateNotFoundError,
+)
 from kopf_scheduler.framework.events import (
     ActionType,
     ClusterEvent,
@@ -151,6 +156,7 @@ __all__ = [
     "Role",
     "ScoreExtensions",
     "ScorePlugin",
+    "SharedState",
     "Snapshot",
     "StateKey",
     "StateNotFoundError",

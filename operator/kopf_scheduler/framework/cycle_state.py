@@ -7,7 +7,7 @@ then be immutable).
 
 from __future__ import annotations
 
-from typing import Any, Generic, Protocol, TypeVar, cast, runtime_checkable
+from typing import Any, Generic, Protocol, Self, TypeVar, cast, runtime_checkable
 
 T = TypeVar("T")
 
@@ -15,6 +15,15 @@ T = TypeVar("T")
 @runtime_checkable
 class Clonable(Protocol):
     def clone(self) -> Any: ...
+
+
+class SharedState:
+    """State a plugin never modifies once written, so a clone of the cycle state shares it."""
+
+    __slots__ = ()
+
+    def clone(self) -> Self:
+        return self
 
 
 class StateKey(Generic[T]):

@@ -8,6 +8,7 @@ are merged into its selector using the pod's own label values.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kopf_scheduler.model.errors import InvalidObjectError, expect_object
@@ -19,22 +20,14 @@ HONOR = "Honor"
 IGNORE = "Ignore"
 
 
+@dataclass(slots=True, eq=False)
 class AffinityTerm:
     """A pod (anti-)affinity term: which pods, in which namespaces, over which topology."""
 
-    __slots__ = ("namespace_selector", "namespaces", "selector", "topology_key")
-
-    def __init__(
-        self,
-        selector: LabelSelector,
-        topology_key: str,
-        namespaces: frozenset[str],
-        namespace_selector: LabelSelector,
-    ) -> None:
-        self.selector = selector
-        self.topology_key = topology_key
-        self.namespaces = namespaces
-        self.namespace_selector = namespace_selector
+    selector: LabelSelector
+    topology_key: str
+    namespaces: frozenset[str]
+    namespace_selector: LabelSelector
 
     @classmethod
     def parse(cls, raw: Any, field: str, pod_namespace: str) -> AffinityTerm:
@@ -64,12 +57,10 @@ class AffinityTerm:
         return False
 
 
+@dataclass(slots=True, eq=False)
 class WeightedAffinityTerm:
-    __slots__ = ("term", "weight")
-
-    def __init__(self, weight: int, term: AffinityTerm) -> None:
-        self.weight = weight
-        self.term = term
+    weight: int
+    term: AffinityTerm
 
     @classmethod
     def parse(cls, raw: Any, field: str, pod_namespace: str) -> WeightedAffinityTerm:
@@ -125,34 +116,15 @@ def parse_pod_affinity(
     return required, preferred
 
 
+@dataclass(slots=True, eq=False)
 class TopologySpreadConstraint:
-    __slots__ = (
-        "max_skew",
-        "min_domains",
-        "node_affinity_policy",
-        "node_taints_policy",
-        "selector",
-        "topology_key",
-        "when_unsatisfiable",
-    )
-
-    def __init__(
-        self,
-        max_skew: int,
-        topology_key: str,
-        when_unsatisfiable: str,
-        selector: LabelSelector,
-        min_domains: int = 1,
-        node_affinity_policy: str = HONOR,
-        node_taints_policy: str = IGNORE,
-    ) -> None:
-        self.max_skew = max_skew
-        self.topology_key = topology_key
-        self.when_unsatisfiable = when_unsatisfiable
-        self.selector = selector
-        self.min_domains = min_domains
-        self.node_affinity_policy = node_affinity_policy
-        self.node_taints_policy = node_taints_policy
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str
+    selector: LabelSelector
+    min_domains: int = 1
+    node_affinity_policy: str = HONOR
+    node_taints_policy: str = IGNORE
 
     @classmethod
     def parse(cls, raw: Any, field: str, pod_labels: Mapping[str, str]) -> TopologySpreadConstraint:

@@ -9,6 +9,7 @@ scheduler treats it as a claim of the pod like any other (it must exist, and bel
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kopf_scheduler.model.errors import InvalidObjectError
@@ -18,26 +19,17 @@ EPHEMERAL = "ephemeral"
 CSI = "csi"
 
 
+@dataclass(slots=True, eq=False)
 class PodVolume:
     """One entry of ``spec.volumes``."""
 
-    __slots__ = ("claim_name", "name", "read_only", "source", "source_kind")
-
-    def __init__(
-        self,
-        name: str,
-        source_kind: str,
-        source: Mapping[str, Any],
-        claim_name: str,
-        read_only: bool,
-    ) -> None:
-        self.name = name
-        self.source_kind = source_kind
-        """The volume source's field name (``persistentVolumeClaim``, ``ephemeral``, ...)."""
-        self.source = source
-        self.claim_name = claim_name
-        """The claim this volume uses (``""`` when it uses none)."""
-        self.read_only = read_only
+    name: str
+    source_kind: str
+    """The volume source's field name (``persistentVolumeClaim``, ``ephemeral``, ...)."""
+    source: Mapping[str, Any]
+    claim_name: str
+    """The claim this volume uses (``""`` when it uses none)."""
+    read_only: bool
 
     @property
     def is_ephemeral(self) -> bool:

@@ -8,6 +8,7 @@ matches no node. Malformed selectors raise :class:`InvalidObjectError` naming th
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kopf_scheduler.model.errors import InvalidObjectError, expect_object
@@ -241,14 +242,12 @@ class NodeSelector:
         return any(term.matches(node_name, labels) for term in self.terms)
 
 
+@dataclass(slots=True, eq=False)
 class PreferredSchedulingTerm:
     """A weighted node affinity preference."""
 
-    __slots__ = ("term", "weight")
-
-    def __init__(self, weight: int, term: NodeSelectorTerm) -> None:
-        self.weight = weight
-        self.term = term
+    weight: int
+    term: NodeSelectorTerm
 
     @classmethod
     def parse(cls, raw: Any, field: str) -> PreferredSchedulingTerm:

@@ -16,6 +16,7 @@ Two rules from the API's helpers are easy to get wrong and live here:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kopf_scheduler.model.errors import InvalidObjectError
@@ -163,13 +164,11 @@ def resource_version_newer(new: str, old: str) -> bool:
         return new != old
 
 
+@dataclass(slots=True, eq=False)
 class ClaimRef:
-    __slots__ = ("name", "namespace", "uid")
-
-    def __init__(self, namespace: str, name: str, uid: str) -> None:
-        self.namespace = namespace
-        self.name = name
-        self.uid = uid
+    namespace: str
+    name: str
+    uid: str
 
     @property
     def key(self) -> str:
@@ -243,13 +242,11 @@ def _controller_uid(raw: Mapping[str, Any]) -> str | None:
     return None
 
 
+@dataclass(slots=True, eq=False)
 class CSISource:
-    __slots__ = ("driver", "read_only", "volume_handle")
-
-    def __init__(self, driver: str, volume_handle: str, read_only: bool) -> None:
-        self.driver = driver
-        self.volume_handle = volume_handle
-        self.read_only = read_only
+    driver: str
+    volume_handle: str
+    read_only: bool
 
 
 class PersistentVolume(_Meta):

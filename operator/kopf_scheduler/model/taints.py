@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from kopf_scheduler.model.errors import InvalidObjectError, expect_object
@@ -12,13 +13,11 @@ NO_EXECUTE = "NoExecute"
 _EFFECTS = frozenset({NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE})
 
 
+@dataclass(slots=True, eq=False)
 class Taint:
-    __slots__ = ("effect", "key", "value")
-
-    def __init__(self, key: str, value: str, effect: str) -> None:
-        self.key = key
-        self.value = value
-        self.effect = effect
+    key: str
+    value: str
+    effect: str
 
     @classmethod
     def parse(cls, raw: Any, field: str) -> Taint:
@@ -40,22 +39,13 @@ class Taint:
         )
 
 
+@dataclass(slots=True, eq=False)
 class Toleration:
-    __slots__ = ("effect", "key", "operator", "toleration_seconds", "value")
-
-    def __init__(
-        self,
-        key: str = "",
-        operator: str = "Equal",
-        value: str = "",
-        effect: str = "",
-        toleration_seconds: int | None = None,
-    ) -> None:
-        self.key = key
-        self.operator = operator
-        self.value = value
-        self.effect = effect
-        self.toleration_seconds = toleration_seconds
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
 
     @classmethod
     def parse(cls, raw: Any, field: str) -> Toleration:

@@ -174,16 +174,11 @@ class RequiredNodeAffinity:
         return self
 
 
-class _PreScoreState:
+@dataclass(frozen=True, slots=True, eq=False)
+class _PreScoreState(api.SharedState):
     """The pod's valid preferred terms. Never modified."""
 
-    __slots__ = ("preferred",)
-
-    def __init__(self, preferred: tuple[PreferredSchedulingTerm, ...]) -> None:
-        self.preferred = preferred
-
-    def clone(self) -> _PreScoreState:
-        return self
+    preferred: tuple[PreferredSchedulingTerm, ...]
 
 
 PRE_FILTER_KEY: api.StateKey[RequiredNodeAffinity] = api.StateKey("PreFilter" + NAME)

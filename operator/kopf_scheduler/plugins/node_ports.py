@@ -13,6 +13,7 @@ or a node is added; pod updates cannot change container ports.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from kopf_scheduler import plugin_api as api
@@ -22,16 +23,11 @@ NAME = "NodePorts"
 REASON_PORTS = "node(s) didn't have free ports for the requested pod ports"
 
 
-class _PreFilterState:
+@dataclass(frozen=True, slots=True, eq=False)
+class _PreFilterState(api.SharedState):
     """The host ports the pod wants. Unaffected by other pods, so clones share it."""
 
-    __slots__ = ("ports",)
-
-    def __init__(self, ports: tuple[HostPort, ...]) -> None:
-        self.ports = ports
-
-    def clone(self) -> _PreFilterState:
-        return self
+    ports: tuple[HostPort, ...]
 
 
 PRE_FILTER_KEY: api.StateKey[_PreFilterState] = api.StateKey("PreFilter" + NAME)

@@ -257,16 +257,11 @@ def build_scorer(strategy: ScoringStrategy) -> Scorer:
 # Cycle state.
 
 
-class _PreFilterState:
+@dataclass(frozen=True, slots=True, eq=False)
+class _PreFilterState(api.SharedState):
     """The pod's effective request, computed once per cycle; never modified, so clones share it."""
 
-    __slots__ = ("request",)
-
-    def __init__(self, request: Resource) -> None:
-        self.request = request
-
-    def clone(self) -> _PreFilterState:
-        return self
+    request: Resource
 
 
 PRE_FILTER_KEY: api.StateKey[_PreFilterState] = api.StateKey("PreFilter" + NAME)

@@ -96,19 +96,14 @@ def resource_amount(resources: Resource, name: str) -> int:
     return 0
 
 
-class PodRequestsState:
+@dataclass(frozen=True, slots=True, eq=False)
+class PodRequestsState(api.SharedState):
     """PreScore state of the resource scorers: the pod's request per configured resource.
 
     Immutable once written, so clones of the cycle state share it.
     """
 
-    __slots__ = ("pod_requests",)
-
-    def __init__(self, pod_requests: list[int]) -> None:
-        self.pod_requests = pod_requests
-
-    def clone(self) -> PodRequestsState:
-        return self
+    pod_requests: list[int]
 
 
 # --------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ The batch Filter and Score evaluate each distinct set of node taints once per to
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -43,16 +44,11 @@ REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
 DO_NOT_SCHEDULE_EFFECTS = frozenset({NO_SCHEDULE, NO_EXECUTE})
 
 
-class _PreScoreState:
+@dataclass(frozen=True, slots=True, eq=False)
+class _PreScoreState(api.SharedState):
     """The pod's tolerations that can cover a ``PreferNoSchedule`` taint. Never modified."""
 
-    __slots__ = ("tolerations",)
-
-    def __init__(self, tolerations: tuple[Toleration, ...]) -> None:
-        self.tolerations = tolerations
-
-    def clone(self) -> _PreScoreState:
-        return self
+    tolerations: tuple[Toleration, ...]
 
 
 PRE_SCORE_KEY: api.StateKey[_PreScoreState] = api.StateKey("PreScore" + NAME)

@@ -30,6 +30,7 @@ affinity is VolumeBinding's business and is not looked at here.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from kopf_scheduler import plugin_api as api
@@ -128,16 +129,11 @@ def _not_found(resource: str, name: str) -> api.Status:
     return api.Status(api.Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f'{resource} "{name}" not found')
 
 
-class _PreFilterState:
+@dataclass(frozen=True, slots=True, eq=False)
+class _PreFilterState(api.SharedState):
     """The topologies of the volumes the pod's claims name. Never modified, so clones share it."""
 
-    __slots__ = ("topologies",)
-
-    def __init__(self, topologies: list[VolumeTopology]) -> None:
-        self.topologies = topologies
-
-    def clone(self) -> _PreFilterState:
-        return self
+    topologies: list[VolumeTopology]
 
 
 PRE_FILTER_KEY: api.StateKey[_PreFilterState] = api.StateKey("PreFilter" + NAME)

@@ -441,20 +441,12 @@ class _Attempt:
         broken: set[int] = set()
         for gone in (*choice.going, *choice.victims):
             node.remove_pod(gone)
-            for index, other in enumerate(self.pending):
-                status = self.framework.run_pre_filter_extension_remove_pod(
-                    other.state, other.pod, gone, node
-                )
-                if not status.is_success():
-                    broken.add(index)
+            self._tell_pending(
+                self.framework.run_pre_filter_extension_remove_pod, gone, node, broken
+            )
         placed = member.pod.assigned_to(name)
         node.add_pod(placed)
-        for index, other in enumerate(self.pending):
-            status = self.framework.run_pre_filter_extension_add_pod(
-                other.state, other.pod, placed, node
-            )
-            if not status.is_success():
-                broken.add(index)
+        self._tell_pending(self.framework.run_pre_filter_extension_add_pod, placed, node, broken)
         later_states = [other.state for other in self.pending]
         for plugin in self.framework.plugins.all:
             if isinstance(plugin, GangPlanningPlugin):
@@ -469,3 +461,16 @@ class _Attempt:
                 group = self.request.group_of(victim)
                 if group is not None:
                     self.taken_from_group[group.key] = self.taken_from_group.get(group.key, 0) + 1
+
+    def _tell_pending(
+        self,
+        extension: Callable[[CycleState, Pod, Pod, NodeInfo], Status],
+        changed: Pod,
+        node: NodeInfo,
+        broken: set[int],
+    ) -> None:
+        """Run a PreFilter extension (RemovePod or AddPod of ``changed`` on ``node``) for every
+        pending member, adding to ``broken`` the index of each member it fails for."""
+        for index, other in enumerate(self.pending):
+            if not extension(other.state, other.pod, changed, node).is_success():
+                broken.add(index)

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import copy
 import itertools
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 from kopf_scheduler.informer.handlers import ADDED, DELETED
 from kopf_scheduler.model.resource_claim import FINALIZER
+from kopf_scheduler.sim.cluster_objects import ChangingClusterObjects, controller_reference
+from kopf_scheduler.sim.work_queue import QueuedController
 
 Raw = dict[str, Any]
 
@@ -40,19 +41,8 @@ _SYNC_POD = "pod"
 _POD_GONE = "pod gone"
 
 
-class ClusterObjects(Protocol):
+class ClusterObjects(ChangingClusterObjects, Protocol):
     """The in-memory API server as the controller uses it."""
-
-    @property
-    def pods(self) -> Mapping[str, Raw]: ...
-
-    def objects(self, kind: str) -> Mapping[str, Raw]: ...
-
-    def create(self, raw: Mapping[str, Any]) -> Raw: ...
-
-    def replace(self, kind: str, raw: Raw) -> Raw: ...
-
-    def delete_object(self, kind: str, key: str) -> None: ...
 
     def set_pod_claim_statuses(self, key: str, statuses: list[Raw]) -> None: ...
 
@@ -76,12 +66,11 @@ def _asks_for_claims(pod: Mapping[str, Any]) -> bool:
     return bool((pod.get("spec") or {}).get("resourceClaims"))
 
 
-class ResourceClaimController:
+class ResourceClaimController(QueuedController):
     def __init__(self, api: ClusterObjects) -> None:
+        super().__init__()
         self._api = api
-        self._queue: OrderedDict[tuple[str, str], Raw | None] = OrderedDict()
         self._suffixes = itertools.count()
-        self._running = False
 
     def observe(self, kind: str, event_type: str, raw: Mapping[str, Any]) -> None:
         metadata = raw.get("metadata") or {}
@@ -99,19 +88,11 @@ class ResourceClaimController:
             if _asks_for_claims(pod):
                 self._queue[(_SYNC_POD, key)] = None
 
-    def run(self) -> None:
-        if self._running:
-            return
-        self._running = True
-        try:
-            while self._queue:
-                (what, key), raw = self._queue.popitem(last=False)
-                if what == _SYNC_POD:
-                    self._sync_pod(key)
-                elif raw is not None:
-                    self._pod_gone(key, raw)
-        finally:
-            self._running = False
+    def _work(self, what: str, key: str, raw: Raw | None) -> None:
+        if what == _SYNC_POD:
+            self._sync_pod(key)
+        elif raw is not None:
+            self._pod_gone(key, raw)
 
     def _suffix(self) -> str:
         number = next(self._suffixes)
@@ -160,14 +141,7 @@ class ResourceClaimController:
                 "namespace": metadata.get("namespace") or "default",
                 "annotations": annotations,
                 "ownerReferences": [
-                    {
-                        "apiVersion": "v1",
-                        "kind": "Pod",
-                        "name": metadata["name"],
-                        "uid": metadata.get("uid", ""),
-                        "controller": True,
-                        "blockOwnerDeletion": True,
-                    }
+                    controller_reference("v1", "Pod", metadata["name"], metadata.get("uid", ""))
                 ],
             },
             "spec": copy.deepcopy(template_spec.get("spec") or {}),

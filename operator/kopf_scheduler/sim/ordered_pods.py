@@ -15,23 +15,13 @@ recreated, and the pods after it that are still to come wait again.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
+from kopf_scheduler.sim.cluster_objects import ClusterObjects
 from kopf_scheduler.sim.workloads import CreatedPod
 
 Raw = dict[str, Any]
 CLAIM = "PersistentVolumeClaim"
-
-
-class ClusterObjects(Protocol):
-    """The in-memory API server as the controller uses it."""
-
-    @property
-    def pods(self) -> Mapping[str, Raw]: ...
-
-    def objects(self, kind: str) -> Mapping[str, Raw]: ...
-
-    def create(self, raw: Mapping[str, Any]) -> Raw: ...
 
 
 def running_and_ready(pod: Mapping[str, Any] | None) -> bool:

@@ -33,7 +33,6 @@ this one looks again at once.
 from __future__ import annotations
 
 import copy
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -58,6 +57,8 @@ from kopf_scheduler.model.storage import (
     StorageClass,
 )
 from kopf_scheduler.sim.admission import default_claim_class
+from kopf_scheduler.sim.cluster_objects import ChangingClusterObjects, controller_reference
+from kopf_scheduler.sim.work_queue import QueuedController
 
 Raw = dict[str, Any]
 
@@ -81,36 +82,20 @@ _SYNC_UNBOUND_CLAIMS = "unbound claims"
 _COLLECT_ORPHANS = "orphans"
 
 
-class ClusterObjects(Protocol):
+class ClusterObjects(ChangingClusterObjects, Protocol):
     """The in-memory API server as the controllers use it."""
 
     @property
     def nodes(self) -> Mapping[str, Raw]: ...
 
-    @property
-    def pods(self) -> Mapping[str, Raw]: ...
 
-    def objects(self, kind: str) -> Mapping[str, Raw]:
-        """The stored objects of a storage kind, by key; never modify them in place."""
-
-    def create(self, raw: Mapping[str, Any]) -> Raw: ...
-
-    def replace(self, kind: str, raw: Raw) -> Raw:
-        """Store a changed copy of an object (a new version, a MODIFIED event); returns it."""
-
-    def delete_object(self, kind: str, key: str) -> None: ...
-
-
-class VolumeControllers:
+class VolumeControllers(QueuedController):
     """The PV controller with its provisioner, the ephemeral-volume controller and the garbage
     collector's part in it, sharing one work queue."""
 
     def __init__(self, api: ClusterObjects) -> None:
+        super().__init__()
         self._api = api
-        self._queue: OrderedDict[tuple[str, str], None] = OrderedDict()
-        """Work items in arrival order, each at most once; taken from the front in constant time
-        (a plain dict slows down as its front fills with deleted slots)."""
-        self._running = False
 
     def observe(self, kind: str, event_type: str, raw: Mapping[str, Any]) -> None:
         """Queue what a change means for the controllers (they watch what they manage)."""
@@ -151,26 +136,17 @@ class VolumeControllers:
         for key in self._api.pods:
             self._enqueue(_SYNC_POD, key)
 
-    def run(self) -> None:
-        """Work until nothing is left (the writes made on the way queue their own follow-ups)."""
-        if self._running:
-            return
-        self._running = True
-        try:
-            while self._queue:
-                (what, key), _ = self._queue.popitem(last=False)
-                if what == _SYNC_VOLUME:
-                    self._sync_volume(key)
-                elif what == _SYNC_CLAIM:
-                    self._sync_claim(key)
-                elif what == _SYNC_POD:
-                    self._create_ephemeral_claims(key)
-                elif what == _SYNC_UNBOUND_CLAIMS:
-                    self._enqueue_unbound_claims()
-                else:
-                    self._collect_orphans(key)
-        finally:
-            self._running = False
+    def _work(self, what: str, key: str, raw: Raw | None) -> None:
+        if what == _SYNC_VOLUME:
+            self._sync_volume(key)
+        elif what == _SYNC_CLAIM:
+            self._sync_claim(key)
+        elif what == _SYNC_POD:
+            self._create_ephemeral_claims(key)
+        elif what == _SYNC_UNBOUND_CLAIMS:
+            self._enqueue_unbound_claims()
+        else:
+            self._collect_orphans(key)
 
     def _enqueue(self, what: str, key: str) -> None:
         self._queue[(what, key)] = None
@@ -463,14 +439,7 @@ class VolumeControllers:
                 "name": name,
                 "namespace": namespace,
                 "ownerReferences": [
-                    {
-                        "apiVersion": "v1",
-                        "kind": "Pod",
-                        "name": metadata["name"],
-                        "uid": metadata.get("uid", ""),
-                        "controller": True,
-                        "blockOwnerDeletion": True,
-                    }
+                    controller_reference("v1", "Pod", metadata["name"], metadata.get("uid", ""))
                 ],
             }
             for field in ("labels", "annotations"):

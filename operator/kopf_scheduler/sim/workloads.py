@@ -47,6 +47,7 @@ from typing import Any
 
 from kopf_scheduler.model.errors import InvalidObjectError
 from kopf_scheduler.model.selectors import LabelSelector, parse_string_map
+from kopf_scheduler.sim.cluster_objects import controller_reference
 
 Raw = dict[str, Any]
 
@@ -157,17 +158,6 @@ def _uid(workload: Mapping[str, Any], kind: str, namespace: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_OID, identity))
 
 
-def _owner(api_version: str, kind: str, name: str, uid: str) -> Raw:
-    return {
-        "apiVersion": api_version,
-        "kind": kind,
-        "name": name,
-        "uid": uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-
-
 def _count(
     spec: Mapping[str, Any], name: str, default: int | None, path: str = "spec"
 ) -> int | None:
@@ -223,13 +213,20 @@ def _checked_selector(spec: Mapping[str, Any], kind: str, labels: Mapping[str, s
         )
 
 
-def _restart_policy_always(pod_spec: Mapping[str, Any]) -> None:
+def _apps_template(
+    spec: Mapping[str, Any], kind: str
+) -> tuple[Raw, Raw, dict[str, str], dict[str, str]]:
+    """:func:`_template` of an apps/v1 controller, whose selector must match it and whose pods
+    always restart."""
+    template_metadata, pod_spec, labels, annotations = _template(spec)
+    _checked_selector(spec, kind, labels)
     policy = pod_spec.get("restartPolicy") or "Always"
     if policy != "Always":
         raise InvalidObjectError(
             "spec.template.spec.restartPolicy",
             f'Unsupported value: "{policy}": supported values: "Always"',
         )
+    return template_metadata, pod_spec, labels, annotations
 
 
 def _pod(
@@ -274,11 +271,9 @@ def _replica_set(workload: Mapping[str, Any], spec: Mapping[str, Any], names: _N
     name = str(workload["metadata"]["name"])
     namespace = str(workload["metadata"].get("namespace") or "default")
     replicas = _count(spec, "replicas", 1) or 0
-    template_metadata, pod_spec, labels, annotations = _template(spec)
-    _checked_selector(spec, "ReplicaSet", labels)
-    _restart_policy_always(pod_spec)
+    template_metadata, pod_spec, labels, annotations = _apps_template(spec, "ReplicaSet")
     uid = _uid(workload, "ReplicaSet", namespace)
-    owner = _owner("apps/v1", "ReplicaSet", name, uid)
+    owner = controller_reference("apps/v1", "ReplicaSet", name, uid)
     pods = [
         CreatedPod(
             _pod(
@@ -300,9 +295,7 @@ def _deployment(workload: Mapping[str, Any], spec: Mapping[str, Any], names: _Na
     name = str(workload["metadata"]["name"])
     namespace = str(workload["metadata"].get("namespace") or "default")
     replicas = _count(spec, "replicas", 1)
-    template_metadata, pod_spec, labels, _ = _template(spec)
-    _checked_selector(spec, "Deployment", labels)
-    _restart_policy_always(pod_spec)
+    template_metadata, _, labels, _ = _apps_template(spec, "Deployment")
     if spec.get("paused"):
         return Expansion(None, [])  # a paused Deployment makes no ReplicaSet until resumed
     template_hash = hash_text(_rendered(spec["template"]))
@@ -334,9 +327,7 @@ def _stateful_set(workload: Mapping[str, Any], spec: Mapping[str, Any], names: _
     name = str(workload["metadata"]["name"])
     namespace = str(workload["metadata"].get("namespace") or "default")
     replicas = _count(spec, "replicas", 1) or 0
-    template_metadata, pod_spec, labels, annotations = _template(spec)
-    _checked_selector(spec, "StatefulSet", labels)
-    _restart_policy_always(pod_spec)
+    template_metadata, pod_spec, labels, annotations = _apps_template(spec, "StatefulSet")
     policy = spec.get("podManagementPolicy") or "OrderedReady"
     if policy not in ("OrderedReady", "Parallel"):
         raise InvalidObjectError(
@@ -363,7 +354,7 @@ def _stateful_set(workload: Mapping[str, Any], spec: Mapping[str, Any], names: _
     )
     revision = f"{name}-{hash_text(_rendered({'spec': {'template': spec['template']}}))}"
     uid = _uid(workload, "StatefulSet", namespace)
-    owner = _owner("apps/v1", "StatefulSet", name, uid)
+    owner = controller_reference("apps/v1", "StatefulSet", name, uid)
     created: list[CreatedPod] = []
     for ordinal in range(start, start + replicas):
         pod_name = f"{name}-{ordinal}"
@@ -468,7 +459,7 @@ def _job(workload: Mapping[str, Any], spec: Mapping[str, Any], names: _Names) ->
             JOB_TRACKING_FINALIZER,
         ],
     }
-    owner = _owner("batch/v1", "Job", name, uid)
+    owner = controller_reference("batch/v1", "Job", name, uid)
     created: list[CreatedPod] = []
     for index in range(active):
         if mode != "Indexed":

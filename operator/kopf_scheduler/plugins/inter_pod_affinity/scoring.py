@@ -20,6 +20,7 @@ all equal; raw scores may be negative.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kopf_scheduler import plugin_api as api
@@ -38,16 +39,11 @@ WeightedTerm = tuple[int, AffinityTerm]
 _NO_NAMESPACE_LABELS: Mapping[str, str] = {}
 
 
-class PreScoreState:
+@dataclass(frozen=True, slots=True, eq=False)
+class PreScoreState(api.SharedState):
     """The summed weights; read-only once written, so clones share it."""
 
-    __slots__ = ("topology_scores",)
-
-    def __init__(self, topology_scores: TopologyScores) -> None:
-        self.topology_scores = topology_scores
-
-    def clone(self) -> PreScoreState:
-        return self
+    topology_scores: TopologyScores
 
     def __repr__(self) -> str:
         return f"PreScoreState({self.topology_scores})"
