@@ -7,8 +7,9 @@ points that talk to the API (PreBind, Bind) are coroutines.
 Filter and Score plugins may also offer a batch form (:class:`BatchFilterPlugin`,
 :class:`BatchScorePlugin`): the same verdicts and scores for every node at once, computed over
 the node columns of :mod:`kopf_scheduler.framework.node_columns`. The per-node ``filter`` and
-``score`` stay the reference; the scheduler uses the batch forms only when every plugin that
-runs in an attempt has one, and must then reach the same decision.
+``score`` stay the reference. The scheduler filters with the batch forms only when every Filter
+plugin that runs in an attempt has one; it scores with the batch forms it has and the per-node
+``score`` of the other plugins, summed together. Either way it must reach the same decision.
 """
 
 from __future__ import annotations

@@ -2,10 +2,12 @@
 
 The arithmetic belongs to the plugins: each Filter and Score plugin may offer a batch form
 (:mod:`kopf_scheduler.framework.interfaces`) computed over the node columns
-(:mod:`kopf_scheduler.framework.node_columns`). The framework says, in profile order, which
-plugins have one; an attempt is served here when every plugin that runs in it does (a plugin
-its PreFilter or PreScore skipped does not run), and otherwise takes the per-node path, the
-plugins' own ``filter`` and ``score``.
+(:mod:`kopf_scheduler.framework.node_columns`). The framework lists, in profile order, the
+Filter and Score plugins with their batch forms. Filtering is served here when every Filter
+plugin that runs in the attempt has one (a plugin its PreFilter skipped does not run), and
+otherwise takes the per-node path, the plugins' own ``filter``. Scoring mixes both: batch
+scores come from the columns, and a Score plugin without a batch form scores the feasible nodes
+one by one with its own ``score``, in the same sum.
 
 Filtering asks every batch Filter which nodes it rejects, then walks the round-robin window
 exactly as the per-node loop does: from the start index, in snapshot order, until enough
@@ -23,9 +25,9 @@ same columns, which :meth:`FastPath.offer_counters` offers them through the cycl
 Scoring sums the weighted batch scores. Host selection replays the reservoir sampling over the
 same totals in the same order, so it draws the same random numbers.
 
-Whenever an attempt falls outside what is modelled (a plugin without a batch form, a PreFilter
-restricting the node set, an amount the arithmetic cannot take, an error status), the engine
-returns ``None`` and the caller runs the per-node path instead.
+Whenever an attempt falls outside what is modelled (a running Filter plugin without a batch
+form, a PreFilter restricting the node set, an amount the arithmetic cannot take, an error
+status), the engine returns ``None`` and the caller runs the per-node path instead.
 """
 
 from __future__ import annotations
