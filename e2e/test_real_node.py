@@ -29,7 +29,8 @@ the upstream kube-scheduler may place them on kwok nodes, where nothing runs the
 configuration check's pod takes the chart's value too; on a kwok node it would "succeed"
 without running). The
 chart's and the manifests' spreading is soft (ScheduleAnyway, preferred anti-affinity), so
-both replicas fit on the one real node without other changes.
+both replicas fit on the one real node; their CPU request is lowered to a tenth of the default
+whole CPU (chart value, overlay patch), since two whole CPUs are all the node has.
 
 Marked ``real_node`` and run only when that marker is selected (``make e2e-real-node``):
 it needs root and starts containerd, a kubelet and a control plane beside the suite's, which
@@ -303,13 +304,25 @@ def replica_logs(kube: Kubectl, lines: int = 15) -> dict[str, str]:
     return logs
 
 
+SMALL_CPU_REQUEST = "100m"
+"""The replicas' CPU request here. The real node has this machine's two CPUs: with the default
+whole CPU each, two replicas would take all of it, and the rolling update's third pod and the
+helm test pod would not fit."""
+CPU_REQUEST_PATH = "/spec/template/spec/containers/0/resources/requests/cpu"
+
+
 def chart_values(image: str) -> dict[str, Any]:
-    """The image built here, and the real node for the replicas and the configuration check."""
+    """The image built here, the real node for the replicas and the configuration check, and a
+    CPU request that leaves room beside two replicas (:data:`SMALL_CPU_REQUEST`)."""
     repository, tag = image.rsplit(":", 1)
     return {
         "scheduler": {
             "image": {"repository": repository, "tag": tag},
             "nodeSelector": ON_REAL_NODE,
+            "resources": {
+                "requests": {"cpu": SMALL_CPU_REQUEST, "memory": "1Gi"},
+                "limits": {"cpu": "1", "memory": "1Gi"},
+            },
         }
     }
 
@@ -453,7 +466,12 @@ def deploy_kustomize(kube: Kubectl, root: Path, image: str, work: Path) -> Deplo
                                     "op": "add",
                                     "path": "/spec/template/spec/nodeSelector",
                                     "value": ON_REAL_NODE,
-                                }
+                                },
+                                {
+                                    "op": "replace",
+                                    "path": CPU_REQUEST_PATH,
+                                    "value": SMALL_CPU_REQUEST,
+                                },
                             ]
                         ),
                     }

@@ -403,10 +403,10 @@ def test_container_command_probes_ports_and_resources() -> None:
         assert get["path"] == path
         assert get["port"] == HEALTH_PORT
         assert get.get("scheme") == "HTTPS"
-    # Memory from docs/benchmarks.md (peak RSS): the newest full-size 5000-node end-to-end run
-    # peaked at 447 MiB, the highest peak of any run at 631 MiB (limit: 1.5 times that).
+    # Guaranteed QoS (requests equal to limits) with the one CPU the deciding thread can use;
+    # memory 1.5 times the highest peak RSS of any benchmark run (631 MiB), rounded up.
     assert container["resources"] == {
-        "requests": {"cpu": "100m", "memory": "512Mi"},
+        "requests": {"cpu": "1", "memory": "1Gi"},
         "limits": {"cpu": "1", "memory": "1Gi"},
     }
 
