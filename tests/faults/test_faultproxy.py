@@ -248,10 +248,12 @@ async def test_a_partition_can_wait_for_several_requests_answered_in_any_order(
     async with _client(proxy) as client:
         async with client.get(proxy.url + "/api/v1/pods") as response:
             assert response.status == 200
+            await response.read()
         assert not proxy.partitioned  # the binding is still awaited
         async with client.post(proxy.url + BIND, json={}) as response:
             assert response.status == 201
-        assert proxy.partitioned
+            await response.read()
+        assert proxy.partitioned  # in force by the time the whole answer is read
         with pytest.raises(aiohttp.ClientError):
             async with client.get(proxy.url + "/api/v1/pods") as response:
                 await response.read()
