@@ -319,10 +319,8 @@ def chart_values(image: str) -> dict[str, Any]:
         "scheduler": {
             "image": {"repository": repository, "tag": tag},
             "nodeSelector": ON_REAL_NODE,
-            "resources": {
-                "requests": {"cpu": SMALL_CPU_REQUEST, "memory": "1Gi"},
-                "limits": {"cpu": "1", "memory": "1Gi"},
-            },
+            # Helm merges maps: the chart's memory and limits stay as they are.
+            "resources": {"requests": {"cpu": SMALL_CPU_REQUEST}},
         }
     }
 
