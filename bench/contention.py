@@ -55,7 +55,10 @@ FIGURES: tuple[tuple[str, tuple[str, ...], bool], ...] = (
         ("scheduler_metrics", "queued_before_first_attempt_s", "p99"),
         False,
     ),
+    ("binding request p50, s", ("scheduler_metrics", "binding_request_duration_s", "p50"), False),
     ("binding request p99, s", ("scheduler_metrics", "binding_request_duration_s", "p99"), False),
+    ("event loop lag p50, s", ("scheduler_metrics", "event_loop_lag_s", "p50"), False),
+    ("event loop lag p99, s", ("scheduler_metrics", "event_loop_lag_s", "p99"), False),
 )
 """The figures compared: label, where it is in a run's result, whether more is better."""
 

@@ -943,6 +943,7 @@ def scheduler_metrics(text: str) -> dict[str, Any]:
         "binding_request_duration_s": promtext.histogram(
             samples, "kopf_scheduler_binding_request_duration_seconds"
         ),
+        "event_loop_lag_s": promtext.histogram(samples, "kopf_scheduler_event_loop_lag_seconds"),
         "rest_client_requests_total": promtext.by_label(
             samples, "rest_client_requests_total", "method"
         ),

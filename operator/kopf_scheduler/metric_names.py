@@ -72,12 +72,14 @@ WATCH_DELIVERY_LAG = f"{OWN_PREFIX}watch_delivery_lag_seconds"
 QUEUE_WAIT_BEFORE_FIRST_ATTEMPT = f"{OWN_PREFIX}queue_wait_before_first_attempt_seconds"
 BINDING_REQUEST_DELAY = f"{OWN_PREFIX}binding_request_delay_seconds"
 BINDING_REQUEST_DURATION = f"{OWN_PREFIX}binding_request_duration_seconds"
+EVENT_LOOP_LAG = f"{OWN_PREFIX}event_loop_lag_seconds"
 
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
 """Per-plugin durations are recorded for this share of scheduling cycles, as upstream does."""
 
 _REST_CLIENT_LATENCY_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
 _POD_STAGE_BUCKETS = _exponential(0.001, 2, 20)
+_LOOP_LAG_BUCKETS = _exponential(0.0001, 2, 20)
 """1 ms to about 9 minutes: a stage a pod passes through may take a millisecond when idle and
 minutes behind a backlog."""
 
@@ -265,5 +267,14 @@ DEFINITIONS: tuple[MetricDef, ...] = (
         "client's rate limiter and its retries.",
         (),
         _POD_STAGE_BUCKETS,
+    ),
+    MetricDef(
+        EVENT_LOOP_LAG,
+        "histogram",
+        "Seconds a timer on the scheduler's event loop, due every 0.1 s, fired late: how long "
+        "whatever is ready (a watch event, an API reply) waits for the one thread that handles "
+        "it, because other work is ahead of it or the process is waiting for a CPU.",
+        (),
+        _LOOP_LAG_BUCKETS,
     ),
 )

@@ -344,3 +344,18 @@ def test_waiting_for_a_quiet_control_plane_stops_when_the_load_is_low_or_steady(
     assert run([1.8, 0.9, 0.85, 0.1]) == {"seconds": 15.0, "cores": 0.85}  # stopped falling
     assert run([2.0 / 1.5**i for i in range(20)]) == {"seconds": 30.0, "cores": 0.263}
     assert run([1.0] * 20) == {"seconds": 10.0, "cores": 1.0}  # a steady load: one more window
+
+
+LOOP_LAG_METRICS = """\
+kopf_scheduler_event_loop_lag_seconds_bucket{le="0.001"} 90
+kopf_scheduler_event_loop_lag_seconds_bucket{le="0.1"} 100
+kopf_scheduler_event_loop_lag_seconds_bucket{le="+Inf"} 100
+kopf_scheduler_event_loop_lag_seconds_count 100
+kopf_scheduler_event_loop_lag_seconds_sum 1.5
+"""
+
+
+def test_a_runs_figures_hold_the_event_loops_lag() -> None:
+    lag = scheduler_metrics(LOOP_LAG_METRICS)["event_loop_lag_s"]
+    assert lag["count"] == 100
+    assert lag["p50"] < 0.001 < lag["p99"] <= 0.1

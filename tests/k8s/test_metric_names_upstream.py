@@ -155,6 +155,7 @@ def test_our_own_metrics_are_few_and_known() -> None:
         m.QUEUE_WAIT_BEFORE_FIRST_ATTEMPT,
         m.BINDING_REQUEST_DELAY,
         m.BINDING_REQUEST_DURATION,
+        m.EVENT_LOOP_LAG,
     ]
     assert sorted(known) == OURS
 

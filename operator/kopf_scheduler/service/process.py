@@ -37,6 +37,7 @@ from kopf_scheduler.ports import ApiError
 from kopf_scheduler.scheduler.loop import Scheduler
 from kopf_scheduler.service.health import HealthServer
 from kopf_scheduler.service.kopf_logs import fold_kopf_retries
+from kopf_scheduler.service.loop_lag import observe_loop_lag
 from kopf_scheduler.service.startup import EndlessBackoffs, StartupError, list_until_synced
 from kopf_scheduler.service.sync import Synchronizer
 
@@ -242,6 +243,7 @@ class Operator:
             ),
             asyncio.create_task(self.scheduler.run(self.stop), name="scheduler"),
             asyncio.create_task(self._resync_periodically(), name="resync"),
+            asyncio.create_task(observe_loop_lag(self.api.metrics), name="loop-lag"),
         ]
         if self.pod_groups is not None:
             self._components.append(
