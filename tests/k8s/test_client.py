@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import pathlib
 from typing import Any
 
 import kmock
 import pytest
 import yaml
-from aiohttp import web
-from aiohttp.test_utils import TestServer
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config import incluster_config
 
@@ -282,39 +278,3 @@ def test_without_proxy_variables_there_is_no_proxy(monkeypatch: pytest.MonkeyPat
         monkeypatch.delenv(name, raising=False)
 
     assert proxy_from_environment("https://api.example:6443") is None
-
-
-async def test_requests_in_flight_do_not_wait_for_a_free_connection(tmp_path: pathlib.Path) -> None:
-    # More than the library's default pool of 100: each holds its connection until all arrived.
-    in_flight = 150
-    arrived = 0
-    peak = 0
-    all_arrived = asyncio.Event()
-
-    async def hold(request: web.Request) -> web.Response:
-        nonlocal arrived, peak
-        arrived += 1
-        peak = max(peak, arrived)
-        if arrived == in_flight:
-            all_arrived.set()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(all_arrived.wait(), 2.0)
-        arrived -= 1
-        return web.json_response({})
-
-    app = web.Application()
-    app.router.add_post("/api/v1/namespaces/n/pods/p/binding", hold)
-    async with TestServer(app) as server:
-        kubeconfig = write_kubeconfig(tmp_path / "config", str(server.make_url("")), "t")
-        api = await make_api(str(kubeconfig), qps=10_000, burst=10_000)
-        try:
-            await asyncio.gather(
-                *(
-                    api.request("POST", "/api/v1/namespaces/n/pods/p/binding", {})
-                    for _ in range(in_flight)
-                )
-            )
-        finally:
-            await api.close()
-
-    assert peak == in_flight

@@ -99,16 +99,6 @@ class ListResult:
     resource_version: str
 
 
-UNLIMITED_CONNECTIONS = 0
-"""The connection pool's size: aiohttp's 0, no cap. Over HTTP/1.1 each request in flight holds a
-connection of its own, and with the library's default of 100 a binding waited for a free one
-behind the event senders and the watches once a busy API server made every request last longer
-(the pool full, 117 connections in all with kopf's, in S2@0.5 beside a busy neighbour).
-kube-scheduler's HTTP/2 client puts every request on shared connections without such a cap. What
-is in flight stays bounded by who sends it: the binding cycles, the event senders, one watch per
-kind, one status write per failed cycle."""
-
-
 def decode(body: bytes, status: int = 200) -> dict[str, Any]:
     """A JSON object body as a dict; an empty or non-object body as ``{}``."""
     if not body:
@@ -468,7 +458,6 @@ async def make_api(
     timed by ``clock``.
     """
     configuration, loader = await load_configuration(kubeconfig, context)
-    configuration.connection_pool_maxsize = UNLIMITED_CONNECTIONS
     if not configuration.proxy:
         configuration.proxy = proxy_from_environment(str(configuration.host))
     client = ApiClient(configuration)
