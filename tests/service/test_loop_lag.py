@@ -11,19 +11,16 @@ from kopf_scheduler.service.loop_lag import observe_loop_lag
 from tests.queue.fakes import RecordingMetrics
 
 
-async def _probe_while(metrics: RecordingMetrics, busy_seconds: float) -> None:
+async def test_a_blocked_loop_is_recorded_as_a_late_wake_up() -> None:
+    metrics = RecordingMetrics()
     probe = asyncio.create_task(observe_loop_lag(metrics, interval=0.01))
-    await asyncio.sleep(0.015)  # the probe's first wake-up is due in the middle of the block
-    time.sleep(busy_seconds)  # the loop's one thread held, as a long callback would
+    await asyncio.sleep(0.015)  # the probe's second wake-up is due in the middle of the block
+    time.sleep(0.2)  # the loop's one thread held, as a long callback would
     await asyncio.sleep(0.03)
     probe.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await probe
 
-
-async def test_a_blocked_loop_is_recorded_as_a_late_wake_up() -> None:
-    metrics = RecordingMetrics()
-    await _probe_while(metrics, busy_seconds=0.2)
     lags = metrics.observed(m.EVENT_LOOP_LAG)
     assert len(lags) >= 2
     assert max(lags) >= 0.15
