@@ -1,0 +1,62 @@
+"""The end-to-end benchmark's cleanup survives an API server that drops a long collection DELETE."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from typing import Any, cast
+
+import aiohttp
+import pytest
+from bench.kube import Client
+
+from bench import e2e
+
+PODS = "/api/v1/namespaces/bench-x/pods"
+
+
+class DroppingServer:
+    """Drops the first pods DELETE midway (half the pods gone), answers the rest."""
+
+    def __init__(self, pods: int) -> None:
+        self.pods = pods
+        self.calls: list[tuple[str, str]] = []
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        params: Mapping[str, str] | None = None,
+        retries: int = 5,
+        ok_statuses: Iterable[int] = (),
+        content_type: str = "application/json",
+    ) -> Any:
+        self.calls.append((method, path))
+        if method == "GET":
+            return {"items": [{}] if self.pods else []}
+        if path == PODS and len(self.calls) == 1:
+            self.pods //= 2
+            raise aiohttp.ServerDisconnectedError()
+        if path == PODS:
+            self.pods = 0
+        return None
+
+
+def test_a_dropped_pods_delete_is_asked_again_until_none_is_left(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server = DroppingServer(pods=10_000)
+    real_sleep = asyncio.sleep
+    monkeypatch.setattr(asyncio, "sleep", lambda _: real_sleep(0))
+
+    asyncio.run(e2e.delete_namespace(cast(Client, server), "bench-x"))
+
+    assert server.pods == 0
+    assert server.calls == [
+        ("DELETE", PODS),
+        ("GET", PODS),
+        ("DELETE", PODS),
+        ("GET", PODS),
+        ("DELETE", "/api/v1/namespaces/bench-x"),
+    ]
