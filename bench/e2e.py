@@ -609,14 +609,14 @@ async def _delete_pods(client: Client, path: str) -> None:
     """One collection DELETE of the pods under ``path``, allowed to end without an answer.
 
     On a loaded machine the API server can spend longer than its request timeout deleting ten
-    thousand pods and then drop the connection: what it deleted stays deleted, and the caller
-    lists what is left and asks again rather than failing the run after its measurements.
+    thousand pods, then answer 504 or drop the connection: what it deleted stays deleted, and the
+    caller lists what is left and asks again rather than failing the run after its measurements.
     """
     with contextlib.suppress(
         TimeoutError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError
     ):
         await client.request(
-            "DELETE", path, params={"gracePeriodSeconds": "0"}, ok_statuses=(404,), retries=1
+            "DELETE", path, params={"gracePeriodSeconds": "0"}, ok_statuses=(404, 504), retries=2
         )
 
 
