@@ -329,7 +329,14 @@ def _contention(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
         )
         return 1
     results = contention.run_rounds(
-        args.spec, args.processes, args.rounds, qps, burst, args.keep_cluster, args.rate
+        args.spec,
+        args.processes,
+        args.rounds,
+        qps,
+        burst,
+        args.keep_cluster,
+        args.rate,
+        warm_up=args.warm_up,
     )
     if args.out:
         args.out.write_text(json.dumps(results, indent=1))
@@ -428,6 +435,12 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         help="create the measured pods at this many a second in every run (default: as fast "
         "as the API server takes them)",
+    )
+    contention.add_argument(
+        "--no-warm-up",
+        dest="warm_up",
+        action="store_false",
+        help="skip the uncounted first run that takes a new cluster's one-off costs",
     )
     contention.add_argument("--keep-cluster", action="store_true")
     contention.add_argument("--out", type=Path, help="also write the raw results to this file")

@@ -147,3 +147,32 @@ def test_a_pace_is_refused_for_a_backlog(capsys: pytest.CaptureFixture[str]) -> 
     with pytest.raises(SystemExit):
         main(["contention", "D1", "--rate", "50"])
     assert "are all created before the scheduler starts" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("warm_up", [True, False])
+def test_the_warm_up_is_round_ones_first_run_kept_apart(
+    warm_up: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Cluster:
+        def down(self) -> None:
+            pass
+
+    calls: list[tuple[tuple[str, ...], int]] = []
+
+    async def pair(*args: Any, neighbours: int = 0, **_: Any) -> dict[str, Any]:
+        order = args[5]
+        calls.append((order, neighbours))
+        return {"neighbours": neighbours, "runs": {name: _run(100, 10, 20, 0.01) for name in order}}
+
+    monkeypatch.setattr(contention, "start_bench_cluster", Cluster)
+    monkeypatch.setattr(contention, "run_pair", pair)
+    result = contention.run_rounds("S2@0.01", 1, 2, 5000, 5000, warm_up=warm_up)
+    counted = [(("kopf", "upstream"), 0), (("kopf", "upstream"), 1)]
+    counted += [(("upstream", "kopf"), 1), (("upstream", "kopf"), 0)]
+    assert calls == ([(("kopf",), 0)] if warm_up else []) + counted
+    assert len(result["rounds"]) == 2
+    text = contention.render(result)
+    assert (
+        "Warm-up, not counted: kopf quiet, create→bound p50 10 ms, p99 20 ms." in text
+    ) is warm_up
+    assert contention.degradations(result["rounds"], "kopf")["create→bound p50, ms"] == [1.0, 1.0]
