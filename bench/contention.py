@@ -111,38 +111,27 @@ def run_rounds(
         "warm_up": None,
         "rounds": [],
     }
+
+    def pair(mode: str, order: Sequence[str]) -> dict[str, Any]:
+        return asyncio.run(
+            run_pair(
+                cluster,
+                chosen,
+                qps,
+                burst,
+                work,
+                tuple(order),
+                neighbours=processes if mode == LOADED else 0,
+                creation_rate=creation_rate,
+            )
+        )
+
     try:
         if warm_up:
             mode, first, *_ = plan[0][0]
-            result["warm_up"] = asyncio.run(
-                run_pair(
-                    cluster,
-                    chosen,
-                    qps,
-                    burst,
-                    work,
-                    (first,),
-                    neighbours=processes if mode == LOADED else 0,
-                    creation_rate=creation_rate,
-                )
-            )
+            result["warm_up"] = pair(mode, (first,))
         for runs in plan:
-            one: dict[str, Any] = {}
-            for mode, *order in runs:
-                count = processes if mode == LOADED else 0
-                one[mode] = asyncio.run(
-                    run_pair(
-                        cluster,
-                        chosen,
-                        qps,
-                        burst,
-                        work,
-                        tuple(order),
-                        neighbours=count,
-                        creation_rate=creation_rate,
-                    )
-                )
-            result["rounds"].append(one)
+            result["rounds"].append({mode: pair(mode, order) for mode, *order in runs})
     finally:
         if not keep_cluster:
             cluster.down()
