@@ -182,7 +182,7 @@ def render(result: Mapping[str, Any], ours: str = "kopf", theirs: str = "upstrea
         f"{result.get('scenario', '?')} at qps {result.get('qps', '?')}, "
         f"{result.get('processes', 0)} busy process(es), {arrival}, {len(rounds)} round(s)",
         "",
-        *_warm_up_line(result.get("warm_up")),
+        *_warm_up_lines(result.get("warm_up")),
         "| round | scheduler | figure | quiet | loaded |",
         "|---|---|---|---|---|",
     ]
@@ -217,7 +217,7 @@ def render(result: Mapping[str, Any], ours: str = "kopf", theirs: str = "upstrea
     return "\n".join(lines)
 
 
-def _warm_up_line(warm_up: Mapping[str, Any] | None) -> list[str]:
+def _warm_up_lines(warm_up: Mapping[str, Any] | None) -> list[str]:
     if not warm_up:
         return []
     mode = LOADED if warm_up.get("neighbours") else QUIET
