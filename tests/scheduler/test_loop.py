@@ -150,6 +150,30 @@ async def test_preemption_deletes_victims_then_binds_preemptor() -> None:
     assert sim.cluster.pods["default/vip"]["spec"]["nodeName"] == "n1"
 
 
+async def test_the_preemptors_nomination_is_written_before_its_victims_are_touched() -> None:
+    # kube-scheduler patches the failed pod's status in the scheduling goroutine and the
+    # preemption goroutine starts after it, so the nomination reaches the API server first and
+    # its change can requeue the preemptor before the victim's deletion is seen.
+    sim = Simulation(default_config())
+    writes: list[str] = []
+
+    def watch(kind: str, event_type: str, raw: Any) -> None:
+        if kind == "Pod" and event_type == "MODIFIED":
+            status = raw.get("status", {})
+            if status.get("nominatedNodeName"):
+                writes.append(f"nominated {raw['metadata']['name']}")
+            if any(c["type"] == "DisruptionTarget" for c in status.get("conditions", [])):
+                writes.append(f"disrupted {raw['metadata']['name']}")
+
+    sim.cluster.subscribe(watch)
+    sim.start()
+    sim.apply(make_node("n1").capacity(cpu="2", memory="4Gi", pods=10).obj())
+    sim.apply(make_pod("victim").req(cpu="2").priority(1).node("n1").grace(7).obj())
+    sim.apply(pod("vip", cpu="2").priority(100).obj())
+    await sim.run_until_quiet()
+    assert writes[:2] == ["nominated vip", "disrupted victim"]
+
+
 async def test_preemption_prefers_the_node_without_pdb_violation() -> None:
     sim = Simulation(default_config())
     sim.start()

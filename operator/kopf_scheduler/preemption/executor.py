@@ -19,14 +19,16 @@ Two ways to run it, as upstream (gate SchedulerAsyncPreemption, on by default si
 
 asynchronous (default)
     PostFilter marks the preemptor as *preempting* and hands a coroutine to ``handle.spawn``.
-    The coroutine clears the nominations, preempts all victims but the last concurrently,
-    unmarks the preemptor and only then preempts the last victim, so that the last victim's
-    deletion (and anything after it) finds the preemptor ungated and can requeue it together
-    with the other pods waiting for room. Any failure re-activates the preemptor so it cannot
-    stay parked in the unschedulable pool. While the preemptor is marked, DefaultPreemption's
-    PreEnqueue keeps it out of the active queue. Victims that are already terminating are
-    preempted again like the others (a second DELETE and a second ``Preempted`` event), as
-    kube-scheduler v1.34 does.
+    The coroutine first lets the preemptor's own status patch (the failure handler's, with the
+    nomination) go out, as kube-scheduler's scheduling goroutine sends that patch while the
+    preemption goroutine is starting; then it clears the nominations, preempts all victims but
+    the last concurrently, unmarks the preemptor and only then preempts the last victim, so
+    that the last victim's deletion (and anything after it) finds the preemptor ungated and
+    can requeue it together with the other pods waiting for room. Any failure re-activates the
+    preemptor so it cannot stay parked in the unschedulable pool. While the preemptor is
+    marked, DefaultPreemption's PreEnqueue keeps it out of the active queue. Victims that are
+    already terminating are preempted again like the others (a second DELETE and a second
+    ``Preempted`` event), as kube-scheduler v1.34 does.
 
 synchronous
     The same API calls happen inside PostFilter, before it returns; a failure makes PostFilter
@@ -236,6 +238,10 @@ class Executor:
         started = handle.now()
         result = RESULT_SUCCESS
         try:
+            # Let the failure handler's status patch (started after PostFilter returned) go out
+            # first: kube-scheduler sends it from the scheduling goroutine while this work's
+            # goroutine is still starting, so the nomination lands before the victims' writes.
+            await asyncio.sleep(0)
             nominated = self.lower_priority_nominated_pods(preemptor, node)
             if await self.clear_nominated_node_name(nominated):
                 result = RESULT_ERROR
