@@ -75,8 +75,10 @@ the cycle it woke run).
 A campaign runs each scenario a few times, enough to name a race, not to say how often each
 side lands where. `python -m differential rates SCENARIO --runs 20` plays a scenario 20 times
 with each scheduler in turn and counts, per pod, how often each outcome came out. Measured on
-2026-11-29 on this 2-CPU machine (two other control planes sharing it), for the scenarios of the
-latest campaign that show these races, as the runs off kube-scheduler's usual outcome:
+this 2-CPU machine for the scenarios of the last two campaigns (seeds 51–150 and 151–250 of the
+`preemption` profile) that show these races, as the runs off kube-scheduler's usual outcome; the
+rows of 2026-11-29 at 15ee315 with two other control planes sharing the machine, the last two
+(at e7657ce) with one control plane and nothing else running:
 
 | scenario | pods, aspect | the race | kube-scheduler | ours |
 |---|---|---|---|---|
@@ -85,18 +87,32 @@ latest campaign that show these races, as the runs off kube-scheduler's usual ou
 | preemption-55 | the victims on node-3 | which pods there are the victims | 0 of 20 | 1 of 20 |
 | preemption-102 | `p03-web`, `p05-batch`, placements | who gets node-2 | 4 of 20 | 8 of 20 |
 | preemption-116 | `p02-web`, events | a second `Preempted` | 0 of 20 | 11 of 20 |
+| preemption-116, after e7657ce | `p02-web`, events | a second `Preempted` | 4 of 20 | 1 of 20 |
+| preemption-178, 10 runs | `p05-db`, placements | tried between two removals | 3 of 10 | 5 of 10 |
 
 Before the waves of a backlog scenario followed each scheduler's first decision, the first race
 was one-sided in preemption-55: kube-scheduler recorded the "not eligible" attempt for `p01-web`
-in 5 of 5 runs and ours in 0 of 2, which counted as a true divergence. The rows where ours is off
-more often than kube-scheduler is off its own usual outcome are all on the side a slower cycle
-lands on: in the campaign's first run of preemption-116 on each side, kube-scheduler tried
-`p05-db` again 13 ms after its first `Preempted` event, before the victim's deletion was
-visible, and ours 62 ms after, by which time the deletion had arrived. A cycle of ours, with the
+in 5 of 5 runs and ours in 0 of 2, which counted as a true divergence. Preemption-116 was
+one-sided for a reason of order, found in kube-scheduler's own log (`--v=5`): when `p05-db`
+preempts `p02-web` on node-3, the scheduling goroutine patches `p05-db`'s status (its nomination
+moving from node-2 to node-3) while the preemption goroutine is still starting, so that patch
+reaches the API server before the victim's `DisruptionTarget` patch and its deletion. The
+nomination's change requeues `p05-db` itself, and its retry takes its snapshot before the
+deletion arrives, preempts `p02-web` once more and records the second `Preempted` event. Ours
+started the victim's writes first, so the nomination often arrived after them and the retry
+found the victim terminating. Since e7657ce the background preemption lets the status patch go
+out first; `python -m differential rates preemption-116 --runs 20` at e7657ce (2026-11-29
+23:04–23:22 UTC, one control plane, nothing else running) gives the row above: ours off the usual
+outcome in 1 run of 20, kube-scheduler in 4. The rows of preemption-55 and -102 were measured
+before that change. Preemption-178, the one true divergence of the campaign of seeds 151–250,
+is a race too: its five kube-scheduler runs agreed by chance, and 3 of 10 go the other way. When
+the victims on node-1 and node-2 go in the same second, `p05-db`, nominated to node-1, takes
+node-2 if it is tried between the two removals, and `p03-web`, which was waiting for node-2,
+preempts on node-3 instead. Where ours is still off more often than kube-scheduler (preemption-102
+and -178), the race is which waiting pod a removal lets in first, and a cycle of ours, with the
 API writes and watch events that come with it on the same thread, takes tens of milliseconds on
-this machine where kube-scheduler's take a few; until it is as short, these races cannot be made
-as rare on our side, and the campaign's verdict on them depends on which way two runs of ours
-happened to go.
+this machine where kube-scheduler's take a few; the campaign's verdict on such races depends on
+which way two runs of ours happened to go.
 
 Profiles: `mixed` (every filter and score, volumes included) and `preemption` (full nodes,
 bursts of high-priority pods, PDBs, ReadWriteOncePod claims).
