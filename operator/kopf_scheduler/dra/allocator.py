@@ -454,28 +454,24 @@ def _lookup_attribute(device: Device, device_id: DeviceID, name: str) -> Mapping
     return attribute if isinstance(attribute, Mapping) else None
 
 
+@dataclass(eq=False, repr=False)
 class _Search:
     """One :meth:`Allocator.allocate` call: the state of the backtracking search."""
 
-    def __init__(
-        self,
-        owner: Allocator,
-        node_name: str,
-        pools: list[Pool],
-        claims: list[ResourceClaim],
-        taken: Container[DeviceID],
-    ) -> None:
-        self.owner = owner
-        self.node_name = node_name
-        self.taken = taken
-        """The devices in use before this search."""
-        self.pools = pools
-        self.claims = claims
-        self.requests: dict[_Key, _RequestData] = {}
-        self.constraints: list[list[_Constraint]] = []
-        self.allocating: dict[DeviceID, set[int]] = {}
-        self.results: list[list[_Result]] = [[] for _ in claims]
-        self.matches: dict[tuple[DeviceID, _Key], bool] = {}
+    owner: Allocator
+    node_name: str
+    pools: list[Pool]
+    claims: list[ResourceClaim]
+    taken: Container[DeviceID]
+    """The devices in use before this search."""
+    requests: dict[_Key, _RequestData] = field(default_factory=dict, init=False)
+    constraints: list[list[_Constraint]] = field(default_factory=list, init=False)
+    allocating: dict[DeviceID, set[int]] = field(default_factory=dict, init=False)
+    results: list[list[_Result]] = field(init=False)
+    matches: dict[tuple[DeviceID, _Key], bool] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        self.results = [[] for _ in self.claims]
 
     # -- preparation ---------------------------------------------------------------------------
 

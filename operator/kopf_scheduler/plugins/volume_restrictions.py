@@ -37,7 +37,8 @@ from typing import Any, ClassVar
 from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.pod_volumes import PERSISTENT_VOLUME_CLAIM, PodVolume
-from kopf_scheduler.model.storage import READ_WRITE_ONCE_POD, PersistentVolumeClaim
+from kopf_scheduler.model.storage import READ_WRITE_ONCE_POD
+from kopf_scheduler.plugins.claim_hints import claim_change_hint
 
 NAME = "VolumeRestrictions"
 REASON_DISK_CONFLICT = "node(s) had no available disk"
@@ -165,13 +166,7 @@ def _is_schedulable_after_pod_deleted(pod: Pod, old: Any, new: Any) -> api.Queue
 
 def _is_schedulable_after_claim_added(pod: Pod, old: Any, new: Any) -> api.QueueingHint:
     """Queue when the new claim is one the pod's ``persistentVolumeClaim`` volumes name."""
-    if not isinstance(new, PersistentVolumeClaim):
-        return api.QueueingHint.QUEUE
-    if new.namespace != pod.namespace:
-        return api.QueueingHint.QUEUE_SKIP
-    if new.name in _claim_names(pod):
-        return api.QueueingHint.QUEUE
-    return api.QueueingHint.QUEUE_SKIP
+    return claim_change_hint(pod, new, ephemeral=False)
 
 
 def _state_not_found() -> api.Status:

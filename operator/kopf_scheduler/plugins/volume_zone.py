@@ -45,9 +45,9 @@ from kopf_scheduler.model.pod_volumes import PERSISTENT_VOLUME_CLAIM
 from kopf_scheduler.model.storage import (
     MULTI_ZONE_DELIMITER,
     PersistentVolume,
-    PersistentVolumeClaim,
     StorageClass,
 )
+from kopf_scheduler.plugins.claim_hints import claim_change_hint
 
 NAME = "VolumeZone"
 REASON_CONFLICT = "node(s) had no available volume zone"
@@ -141,11 +141,7 @@ PRE_FILTER_KEY: api.StateKey[_PreFilterState] = api.StateKey("PreFilter" + NAME)
 
 def _is_schedulable_after_claim_change(pod: Pod, old: Any, new: Any) -> api.QueueingHint:
     """Queue when a claim the pod's ``persistentVolumeClaim`` volumes name appears or changes."""
-    if not isinstance(new, PersistentVolumeClaim):
-        return api.QueueingHint.QUEUE
-    if new.namespace == pod.namespace and new.name in _claim_names(pod):
-        return api.QueueingHint.QUEUE
-    return api.QueueingHint.QUEUE_SKIP
+    return claim_change_hint(pod, new, ephemeral=False)
 
 
 def _is_schedulable_after_class_added(pod: Pod, old: Any, new: Any) -> api.QueueingHint:

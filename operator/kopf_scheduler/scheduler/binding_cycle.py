@@ -15,6 +15,7 @@ status is patched, as upstream's goroutine runs the failure handler before it en
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable
 
 import structlog
@@ -40,31 +41,22 @@ At the default client rate limit of 50 requests per second that is about five se
 requests queued ahead of anything else the scheduler sends."""
 
 
+@dataclasses.dataclass(kw_only=True, eq=False, repr=False)
 class BindingCycles:
-    def __init__(
-        self,
-        *,
-        queue: SchedulingQueue,
-        cache: Cache,
-        clock: Clock,
-        metrics: Metrics,
-        reporter: Reporter,
-        failures: FailureHandler,
-        tasks: BackgroundTasks,
-        on_room: Callable[[], None],
-        limit: int = DEFAULT_MAX_BINDING_CYCLES,
-    ) -> None:
-        self.queue = queue
-        self.cache = cache
-        self.clock = clock
-        self.metrics = metrics
-        self.reporter = reporter
-        self.failures = failures
-        self.tasks = tasks
-        self.on_room = on_room
-        """Called when a binding cycle ends and so frees the place the loop may wait for."""
-        self.limit = max(1, limit)
-        self._unfinished = 0
+    queue: SchedulingQueue
+    cache: Cache
+    clock: Clock
+    metrics: Metrics
+    reporter: Reporter
+    failures: FailureHandler
+    tasks: BackgroundTasks
+    on_room: Callable[[], None]
+    """Called when a binding cycle ends and so frees the place the loop may wait for."""
+    limit: int = DEFAULT_MAX_BINDING_CYCLES
+    _unfinished: int = dataclasses.field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        self.limit = max(1, self.limit)
 
     @property
     def unfinished(self) -> int:

@@ -11,6 +11,7 @@ loop (or the binding goroutine) goes on.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -38,25 +39,15 @@ from kopf_scheduler.scheduler.tasks import BackgroundTasks
 logger = structlog.get_logger("kopf_scheduler.scheduler")
 
 
+@dataclasses.dataclass(kw_only=True, eq=False, repr=False)
 class FailureHandler:
-    def __init__(
-        self,
-        *,
-        queue: SchedulingQueue,
-        clock: Clock,
-        metrics: Metrics,
-        get_pod: Callable[[str], Pod | None],
-        nominations: NominationHygiene,
-        reporter: Reporter,
-        tasks: BackgroundTasks,
-    ) -> None:
-        self.queue = queue
-        self.clock = clock
-        self.metrics = metrics
-        self.get_pod = get_pod
-        self.nominations = nominations
-        self.reporter = reporter
-        self.tasks = tasks
+    queue: SchedulingQueue
+    clock: Clock
+    metrics: Metrics
+    get_pod: Callable[[str], Pod | None]
+    nominations: NominationHygiene
+    reporter: Reporter
+    tasks: BackgroundTasks
 
     def handle(self, failure: FailedAttempt) -> asyncio.Task[None] | None:
         """Requeue the pod and report the failure; returns the status patch started, if any."""

@@ -14,6 +14,7 @@ the pod's status, when
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -27,34 +28,26 @@ from kopf_scheduler.ports import ApiError, PodStatusPatch, PodStatusWriter
 logger = structlog.get_logger("kopf_scheduler.nominations")
 
 
+@dataclasses.dataclass(kw_only=True, eq=False, repr=False)
 class NominationHygiene:
-    def __init__(
-        self,
-        *,
-        enabled: bool,
-        status_writer: PodStatusWriter,
-        nominated_pods_for_node: Callable[[str], list[Pod]],
-        forget: Callable[[Pod], None],
-        spawn: Callable[[Coroutine[Any, Any, None]], None],
-    ) -> None:
-        self.enabled = enabled
-        self._writer = status_writer
-        self._nominated = nominated_pods_for_node
-        self._forget = forget
-        self._spawn = spawn
-        self.cleared: list[tuple[str, str, str]] = []
-        """``(pod key, node, why)`` of every nomination cleared, for tests and explanations."""
+    enabled: bool
+    status_writer: PodStatusWriter
+    nominated_pods_for_node: Callable[[str], list[Pod]]
+    forget: Callable[[Pod], None]
+    spawn: Callable[[Coroutine[Any, Any, None]], None]
+    cleared: list[tuple[str, str, str]] = dataclasses.field(default_factory=list, init=False)
+    """``(pod key, node, why)`` of every nomination cleared, for tests and explanations."""
 
     def _clear(self, pod: Pod, node: str, why: str) -> None:
-        self._forget(pod)
+        self.forget(pod)
         self.cleared.append((pod.key, node, why))
         logger.info("nomination_cleared", pod=pod.key, node=node, reason=why)
-        self._spawn(self._patch(pod))
+        self.spawn(self._patch(pod))
 
     async def _patch(self, pod: Pod) -> None:
         patch = PodStatusPatch(set_nominated_node_name=True, nominated_node_name="")
         try:
-            await self._writer.patch_status(pod, patch)
+            await self.status_writer.patch_status(pod, patch)
         except ApiError as error:
             logger.warning("nomination_clear_failed", pod=pod.key, reason=str(error))
 
@@ -62,7 +55,7 @@ class NominationHygiene:
         """The node was deleted or cordoned: nominations to it are void."""
         if not self.enabled:
             return
-        for pod in self._nominated(node_name):
+        for pod in self.nominated_pods_for_node(node_name):
             self._clear(pod, node_name, why)
 
     def after_failure(
@@ -86,4 +79,4 @@ class NominationHygiene:
         node = pod.nominated_node_name
         if node and node != pod.node_name:
             self.cleared.append((pod.key, node, f"bound to {pod.node_name}"))
-            self._spawn(self._patch(pod))
+            self.spawn(self._patch(pod))

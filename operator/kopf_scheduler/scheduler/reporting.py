@@ -8,6 +8,7 @@ stage, and the writer behind status patches can be swapped in one place.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 
 import structlog
@@ -34,21 +35,13 @@ from kopf_scheduler.scheduler.explain import AttemptRecord, NodeVerdict, plugin_
 logger = structlog.get_logger("kopf_scheduler.scheduler")
 
 
+@dataclasses.dataclass(kw_only=True, eq=False, repr=False)
 class Reporter:
-    def __init__(
-        self,
-        *,
-        clock: Clock,
-        snapshot: Snapshot,
-        status_writer: PodStatusWriter,
-        event_recorder: EventRecorder,
-        on_attempt: Callable[[AttemptRecord], None] | None,
-    ) -> None:
-        self.clock = clock
-        self.snapshot = snapshot
-        self.status_writer = status_writer
-        self.event_recorder = event_recorder
-        self.on_attempt = on_attempt
+    clock: Clock
+    snapshot: Snapshot
+    status_writer: PodStatusWriter
+    event_recorder: EventRecorder
+    on_attempt: Callable[[AttemptRecord], None] | None
 
     def event(
         self, framework: Framework, pod: Pod, type_: str, reason: str, action: str, note: str

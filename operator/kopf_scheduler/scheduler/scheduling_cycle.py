@@ -11,6 +11,7 @@ kube-scheduler's failure handler patches the pod before the loop takes the next 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 from collections.abc import Mapping
 
@@ -35,38 +36,27 @@ from kopf_scheduler.scheduler.reporting import Reporter
 logger = structlog.get_logger("kopf_scheduler.scheduler")
 
 
+@dataclasses.dataclass(kw_only=True, eq=False, repr=False)
 class SchedulingCycle:
-    def __init__(
-        self,
-        *,
-        profiles: Mapping[str, Framework],
-        cache: Cache,
-        queue: SchedulingQueue,
-        snapshot: Snapshot,
-        algorithm: Algorithm,
-        clock: Clock,
-        metrics: Metrics,
-        reporter: Reporter,
-        failures: FailureHandler,
-        bindings: BindingCycles,
-    ) -> None:
-        self.profiles = profiles
-        self.cache = cache
-        self.queue = queue
-        self.snapshot = snapshot
-        self.algorithm = algorithm
-        self.clock = clock
-        self.metrics = metrics
-        self.reporter = reporter
-        self.failures = failures
-        self.bindings = bindings
-        self.cycle = 0
-        """The number of the last cycle that ran the algorithm."""
-        self.status_patch: asyncio.Task[None] | None = None
-        """The status patch of the last cycle's failure, which the loop waits for."""
-        self.gang_notice = GangNotice()
-        self._plugin_metrics_sampler = random.Random(0)
-        """Picks the cycles whose plugin calls are timed; apart from the RNG of decisions."""
+    profiles: Mapping[str, Framework]
+    cache: Cache
+    queue: SchedulingQueue
+    snapshot: Snapshot
+    algorithm: Algorithm
+    clock: Clock
+    metrics: Metrics
+    reporter: Reporter
+    failures: FailureHandler
+    bindings: BindingCycles
+    cycle: int = dataclasses.field(default=0, init=False)
+    """The number of the last cycle that ran the algorithm."""
+    status_patch: asyncio.Task[None] | None = dataclasses.field(default=None, init=False)
+    """The status patch of the last cycle's failure, which the loop waits for."""
+    gang_notice: GangNotice = dataclasses.field(default_factory=GangNotice, init=False)
+    _plugin_metrics_sampler: random.Random = dataclasses.field(
+        default_factory=lambda: random.Random(0), init=False
+    )
+    """Picks the cycles whose plugin calls are timed; apart from the RNG of decisions."""
 
     def schedule_one(self) -> bool:
         """Schedule the next pod if there is one; ``False`` when the queue had nothing to pop."""

@@ -13,6 +13,7 @@ failed. A back-off is never extended by the group's own retries during it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 
 from kopf_scheduler import plugin_api as api
@@ -29,32 +30,26 @@ def is_member(pod: Pod, group_key: str) -> bool:
     return group_of(pod) == group_key
 
 
+@dataclasses.dataclass(eq=False, repr=False)
 class GroupManager:
-    def __init__(
-        self,
-        lister: api.PodGroupLister,
-        nodes: Callable[[], list[api.NodeInfo]],
-        now: Callable[[], float],
-        backoff_seconds: float,
-    ) -> None:
-        self._lister = lister
-        self._nodes = nodes
-        self._now = now
-        self._backoff_seconds = backoff_seconds
-        self._backoff_until: dict[str, float] = {}
+    lister: api.PodGroupLister
+    nodes: Callable[[], list[api.NodeInfo]]
+    now: Callable[[], float]
+    backoff_seconds: float
+    _backoff_until: dict[str, float] = dataclasses.field(default_factory=dict, init=False)
 
     def get(self, group_key: str) -> PodGroup | None:
-        return self._lister.get(group_key)
+        return self.lister.get(group_key)
 
     def member_count(self, group_key: str) -> int:
         """The group's pods the scheduler knows: pending, assumed and bound."""
-        return len(self._lister.members(group_key))
+        return len(self.lister.members(group_key))
 
     def pending_members(self, group_key: str, but: Pod) -> list[Pod]:
         """The group's pods not on a node yet, other than ``but``."""
         return [
             member
-            for member in self._lister.members(group_key)
+            for member in self.lister.members(group_key)
             if not member.node_name and member.uid != but.uid
         ]
 
@@ -65,7 +60,7 @@ class GroupManager:
 
     def _placed(self, group_key: str) -> Iterator[tuple[api.NodeInfo, Pod]]:
         namespace, _, name = group_key.partition("/")
-        for info in self._nodes():
+        for info in self.nodes():
             for pod in info.pods:
                 if pod.namespace == namespace and pod.labels.get(POD_GROUP_LABEL) == name:
                     yield info, pod
@@ -76,12 +71,12 @@ class GroupManager:
         until = self._backoff_until.get(group_key)
         if until is None:
             return False
-        if self._now() < until:
+        if self.now() < until:
             return True
         del self._backoff_until[group_key]
         return False
 
     def back_off(self, group_key: str) -> None:
         """Start the group's back-off, if configured and not running already."""
-        if self._backoff_seconds > 0 and not self.in_backoff(group_key):
-            self._backoff_until[group_key] = self._now() + self._backoff_seconds
+        if self.backoff_seconds > 0 and not self.in_backoff(group_key):
+            self._backoff_until[group_key] = self.now() + self.backoff_seconds

@@ -19,6 +19,7 @@ preemption and the nominated-pods pass of Filter use on cloned states.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -101,37 +102,18 @@ def _add_affinity_matches(
             _bump(counts, node, term.topology_key, delta)
 
 
+@dataclasses.dataclass(slots=True, eq=False)
 class PreFilterState:
     """Topology-pair counts for one incoming pod. Cloned for every preemption dry run."""
 
-    __slots__ = (
-        "affinity_counts",
-        "affinity_terms",
-        "anti_affinity_counts",
-        "anti_affinity_terms",
-        "existing_anti_affinity_counts",
-        "namespace_labels",
-        "pod",
-    )
-
-    def __init__(
-        self,
-        pod: Pod,
-        *,
-        affinity_terms: tuple[AffinityTerm, ...],
-        anti_affinity_terms: tuple[AffinityTerm, ...],
-        namespace_labels: Mapping[str, str],
-        existing_anti_affinity_counts: TopologyCounts,
-        affinity_counts: TopologyCounts,
-        anti_affinity_counts: TopologyCounts,
-    ) -> None:
-        self.pod = pod
-        self.affinity_terms = affinity_terms
-        self.anti_affinity_terms = anti_affinity_terms
-        self.namespace_labels = namespace_labels
-        self.existing_anti_affinity_counts = existing_anti_affinity_counts
-        self.affinity_counts = affinity_counts
-        self.anti_affinity_counts = anti_affinity_counts
+    pod: Pod
+    _: dataclasses.KW_ONLY
+    affinity_terms: tuple[AffinityTerm, ...]
+    anti_affinity_terms: tuple[AffinityTerm, ...]
+    namespace_labels: Mapping[str, str]
+    existing_anti_affinity_counts: TopologyCounts
+    affinity_counts: TopologyCounts
+    anti_affinity_counts: TopologyCounts
 
     def clone(self) -> PreFilterState:
         return PreFilterState(

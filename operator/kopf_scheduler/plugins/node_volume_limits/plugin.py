@@ -42,6 +42,7 @@ from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.pod_volumes import EPHEMERAL, PERSISTENT_VOLUME_CLAIM, PodVolume
 from kopf_scheduler.model.storage import CSINode, PersistentVolumeClaim, VolumeAttachment
+from kopf_scheduler.plugins.claim_hints import claim_change_hint
 from kopf_scheduler.plugins.csi_translation import (
     TranslationError,
     csi_volume_handle,
@@ -314,13 +315,7 @@ def is_schedulable_after_pod_deleted(pod: Pod, old: Any, new: Any) -> api.Queuei
 
 def is_schedulable_after_claim_added(pod: Pod, old: Any, new: Any) -> api.QueueingHint:
     """Queue when the new claim is one the pod uses (by name, or as its ephemeral claim)."""
-    if not isinstance(new, PersistentVolumeClaim):
-        return api.QueueingHint.QUEUE
-    if new.namespace != pod.namespace:
-        return api.QueueingHint.QUEUE_SKIP
-    if any(_uses_claim(volume) and volume.claim_name == new.name for volume in pod.volumes):
-        return api.QueueingHint.QUEUE
-    return api.QueueingHint.QUEUE_SKIP
+    return claim_change_hint(pod, new, ephemeral=True)
 
 
 def is_schedulable_after_attachment_deleted(pod: Pod, old: Any, new: Any) -> api.QueueingHint:

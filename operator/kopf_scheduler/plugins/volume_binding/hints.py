@@ -28,9 +28,9 @@ from kopf_scheduler.model.storage import (
     CSIDriver,
     CSINode,
     CSIStorageCapacity,
-    PersistentVolumeClaim,
     StorageClass,
 )
+from kopf_scheduler.plugins.claim_hints import claim_change_hint
 from kopf_scheduler.plugins.volume_binding.provisioning import volume_limit
 
 _ADD_OR_UPDATE = api.ActionType.ADD | api.ActionType.UPDATE
@@ -62,13 +62,7 @@ def is_schedulable_after_storage_class_change(pod: Pod, old: Any, new: Any) -> a
 
 
 def is_schedulable_after_claim_change(pod: Pod, old: Any, new: Any) -> api.QueueingHint:
-    if not isinstance(new, PersistentVolumeClaim):
-        return api.QueueingHint.QUEUE
-    if new.namespace != pod.namespace:
-        return api.QueueingHint.QUEUE_SKIP
-    if any(volume.claim_name == new.name for volume in pod.volumes if volume.claim_name):
-        return api.QueueingHint.QUEUE
-    return api.QueueingHint.QUEUE_SKIP
+    return claim_change_hint(pod, new, ephemeral=True)
 
 
 def is_schedulable_after_csi_node_change(pod: Pod, old: Any, new: Any) -> api.QueueingHint:
