@@ -81,7 +81,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeVar
 
 import cachetools
 from cel_expr_python import cel
@@ -90,6 +90,9 @@ from cel_expr_python.ext import ext_bindings, ext_strings
 from kopf_scheduler.dra import quantity
 from kopf_scheduler.dra.objects import ResourceSlice, object_version
 from kopf_scheduler.dra.pools import Pool
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 QUANTITY_KEY = "kubernetes.Quantity"
 """The one key of the map that stands for a quantity (see the module docstring)."""
@@ -580,13 +583,7 @@ class SelectorCache:
         version = object_version(raw)
         if version is None:
             return ResourceSlice(raw)
-        with self._lock:
-            known = self._slices.get(version)
-        if known is None:
-            known = ResourceSlice(raw)
-            with self._lock:
-                self._slices[version] = known
-        return known
+        return self._memo(self._slices, version, lambda: ResourceSlice(raw))
 
     def pools(
         self,
@@ -598,12 +595,17 @@ class SelectorCache:
         if not all(versions):
             return gather(available)
         key = tuple(v for v in versions if v is not None)
+        return self._memo(self._pools, key, lambda: gather(available))
+
+    def _memo(self, cache: cachetools.LRUCache[_K, _V], key: _K, make: Callable[[], _V]) -> _V:
+        """``cache[key]``, made by ``make`` when missing; made outside the lock, so two
+        threads may both make a missing entry and the second one kept wins."""
         with self._lock:
-            known = self._pools.get(key)
+            known = cache.get(key)
         if known is None:
-            known = gather(available)
+            known = make()
             with self._lock:
-                self._pools[key] = known
+                cache[key] = known
         return known
 
     def device_input(self, key: DeviceKey) -> DeviceInput | None:

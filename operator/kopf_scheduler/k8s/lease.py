@@ -207,13 +207,7 @@ class LeaderElector:
         try:
             lease = await self._api.request("GET", self.path, retry=NO_RETRY)
         except NotFoundError:
-            try:
-                await self._create(record)
-            except ApiError as error:
-                logger.info("lease_create_failed", lease=self.path, reason=str(error))
-                return False
-            self._observe(record, now)
-            return True
+            return await self._write(self._create, "lease_create_failed", record, now)
         except ApiError as error:
             # Without a reply the API client's outage report has said so once per outage.
             log = logger.debug if isinstance(error, TransportError) else logger.warning
@@ -236,10 +230,20 @@ class LeaderElector:
             )
         else:
             record = replace(record, leader_transitions=current.leader_transitions + 1)
+        return await self._write(self._update, "lease_update_failed", record, now)
+
+    async def _write(
+        self,
+        write: Callable[[LeaderElectionRecord], Awaitable[None]],
+        failure_event: str,
+        record: LeaderElectionRecord,
+        now: float,
+    ) -> bool:
+        """Create or update the Lease with ``record``; whether the write went through."""
         try:
-            await self._update(record)
+            await write(record)
         except ApiError as error:
-            logger.info("lease_update_failed", lease=self.path, reason=str(error))
+            logger.info(failure_event, lease=self.path, reason=str(error))
             return False
         self._observe(record, now)
         return True

@@ -82,17 +82,15 @@ def is_scalar_resource_name(name: str) -> bool:
     )
 
 
+_COMPUTE_RESOURCES = frozenset((CPU, MEMORY, EPHEMERAL_STORAGE))
+
+
 def resource_amount(resources: Resource, name: str) -> int:
     """One resource of a request or allocatable vector, in the unit the scheduler compares
-    (millicores for cpu). Names that are neither core nor scalar resources count as 0."""
-    if name == CPU:
-        return resources.milli_cpu
-    if name == MEMORY:
-        return resources.memory
-    if name == EPHEMERAL_STORAGE:
-        return resources.ephemeral_storage
-    if is_scalar_resource_name(name):
-        return resources.scalar.get(name, 0)
+    (millicores for cpu). Names that are neither core nor scalar resources count as 0, and so
+    does ``pods``."""
+    if name in _COMPUTE_RESOURCES or is_scalar_resource_name(name):
+        return resources.get(name)
     return 0
 
 

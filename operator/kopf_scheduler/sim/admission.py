@@ -60,13 +60,22 @@ def _containers(spec: Mapping[str, Any]) -> list[Raw]:
     return found
 
 
-def _default_requests_from_limits(container: Raw) -> None:
-    resources = container.get("resources")
+def _resources_with_limits(owner: Raw) -> tuple[Raw, Mapping[str, Any]] | None:
+    """``owner``'s ``resources`` and its limits, when it sets any (a container or a pod spec)."""
+    resources = owner.get("resources")
     if not isinstance(resources, dict):
-        return
+        return None
     limits = resources.get("limits")
     if not isinstance(limits, Mapping) or not limits:
+        return None
+    return resources, limits
+
+
+def _default_requests_from_limits(container: Raw) -> None:
+    found = _resources_with_limits(container)
+    if found is None:
         return
+    resources, limits = found
     requests = resources.get("requests")
     if not isinstance(requests, dict):
         requests = resources["requests"] = {}
@@ -84,12 +93,10 @@ def _default_pod_level_requests(spec: Raw, containers: Iterable[Mapping[str, Any
     (Resources some container requests get the containers' total, which is what the scheduler
     computes without a pod-level value, so only the limits change a decision.)
     """
-    resources = spec.get("resources")
-    if not isinstance(resources, dict):
+    found = _resources_with_limits(spec)
+    if found is None:
         return
-    limits = resources.get("limits")
-    if not isinstance(limits, Mapping) or not limits:
-        return
+    resources, limits = found
     requested: set[str] = set()
     for container in containers:
         container_requests = (container.get("resources") or {}).get("requests")
