@@ -354,9 +354,17 @@ class _Constraint(ABC):
             return request in self._requests
         return request in self._requests or f"{request}/{sub}" in self._requests
 
-    @abstractmethod
     def add(self, request: str, sub: str | None, device: Device, device_id: DeviceID) -> bool:
-        """Whether the device may join; if so it is counted in."""
+        """Whether the device may join; if so it is counted in. A device of a constrained
+        request without the attribute never may."""
+        if not self._applies(request, sub):
+            return True
+        attribute = _lookup_attribute(device, device_id, self._name)
+        return attribute is not None and self._admit(request, device_id, attribute)
+
+    @abstractmethod
+    def _admit(self, request: str, device_id: DeviceID, attribute: Mapping[str, Any]) -> bool:
+        """:meth:`add` for a device of a constrained request that carries the attribute."""
 
     @abstractmethod
     def remove(self, request: str, sub: str | None, device_id: DeviceID) -> None:
@@ -372,12 +380,7 @@ class _MatchAttribute(_Constraint):
         super().__init__(requests, attribute_name)
         self._attribute: Mapping[str, Any] | None = None
 
-    def add(self, request: str, sub: str | None, device: Device, device_id: DeviceID) -> bool:
-        if not self._applies(request, sub):
-            return True
-        attribute = _lookup_attribute(device, device_id, self._name)
-        if attribute is None:
-            return False
+    def _admit(self, request: str, device_id: DeviceID, attribute: Mapping[str, Any]) -> bool:
         if self._count == 0:
             self._attribute = attribute
             self._count = 1
@@ -413,12 +416,7 @@ class _DistinctAttribute(_Constraint):
         super().__init__(requests, attribute_name)
         self._held: dict[str, tuple[DeviceID, Mapping[str, Any]]] = {}
 
-    def add(self, request: str, sub: str | None, device: Device, device_id: DeviceID) -> bool:
-        if not self._applies(request, sub):
-            return True
-        attribute = _lookup_attribute(device, device_id, self._name)
-        if attribute is None:
-            return False
+    def _admit(self, request: str, device_id: DeviceID, attribute: Mapping[str, Any]) -> bool:
         if self._count > 0:
             for held_id, held in self._held.values():
                 kind = next(

@@ -108,16 +108,14 @@ class VictimSelection:
     """How many victims violate a PodDisruptionBudget."""
 
 
+@dataclass(slots=True, eq=False)
 class _NodeEditor:
     """Adds and removes pods on the (cloned) node and keeps PreFilter state in step."""
 
-    def __init__(
-        self, framework: Framework, state: CycleState, preemptor: Pod, node_info: NodeInfo
-    ) -> None:
-        self.framework = framework
-        self.state = state
-        self.preemptor = preemptor
-        self.node_info = node_info
+    framework: Framework
+    state: CycleState
+    preemptor: Pod
+    node_info: NodeInfo
 
     def remove(self, pod: Pod) -> Status:
         if not self.node_info.remove_pod(pod):

@@ -7,23 +7,21 @@ requested, less what those nominated pods request.
 
 from __future__ import annotations
 
+import dataclasses
+
 from kopf_scheduler.framework.node_columns.mirror import IntArray
 
 
+@dataclasses.dataclass(slots=True, eq=False)
 class FreeColumns:
     """Free capacity per node (allocatable minus requested), with nominated pods counted."""
 
-    __slots__ = ("cpu", "ephemeral", "extra", "memory", "nominated_scalar", "pods")
-
-    def __init__(
-        self, cpu: IntArray, memory: IntArray, ephemeral: IntArray, pods: IntArray
-    ) -> None:
-        self.cpu = cpu
-        self.memory = memory
-        self.ephemeral = ephemeral
-        self.pods = pods
-        self.extra: dict[int, tuple[int, int, int, int]] = {}
-        """Position -> (cpu, memory, ephemeral storage, pod count) of counted nominated pods."""
-        self.nominated_scalar: frozenset[str] = frozenset()
-        """Names of the other resources the counted nominated pods request (not counted in
-        these columns)."""
+    cpu: IntArray
+    memory: IntArray
+    ephemeral: IntArray
+    pods: IntArray
+    extra: dict[int, tuple[int, int, int, int]] = dataclasses.field(default_factory=dict)
+    """Position -> (cpu, memory, ephemeral storage, pod count) of counted nominated pods."""
+    nominated_scalar: frozenset[str] = frozenset()
+    """Names of the other resources the counted nominated pods request (not counted in these
+    columns)."""
