@@ -70,37 +70,33 @@ class SimulationResult:
     """Each node's utilisation when the run ended."""
 
 
+@dataclass(eq=False, repr=False)
 class Simulation:
-    def __init__(
-        self,
-        config: SchedulerConfig,
-        *,
-        seed: int = 0,
-        max_virtual_seconds: float = 24 * 3600.0,
-        max_binding_cycles: int = DEFAULT_MAX_BINDING_CYCLES,
-        explain: bool = False,
-        utilisation: bool = True,
-    ) -> None:
-        self.config = config
-        self.explain = explain
-        self.utilisation = utilisation
-        """Measure every node's utilisation before and after the run for the result (two walks of
-        every pod); the capacity count measures its own and switches this off."""
-        """Take each attempt record's plugin states as the attempt ends (what a gang member's
-        group looked like then), for a report that shows them; they cost a walk of the
-        snapshot per gang attempt, so only a report that shows them asks."""
-        self.max_binding_cycles = max_binding_cycles
-        self.seed = seed
-        self.max_virtual_seconds = max_virtual_seconds
-        self.clock = VirtualClock()
+    config: SchedulerConfig
+    _: dataclasses.KW_ONLY
+    seed: int = 0
+    max_virtual_seconds: float = 24 * 3600.0
+    max_binding_cycles: int = DEFAULT_MAX_BINDING_CYCLES
+    explain: bool = False
+    """Take each attempt record's plugin states as the attempt ends (what a gang member's group
+    looked like then), for a report that shows them; they cost a walk of the snapshot per gang
+    attempt, so only a report that shows them asks."""
+    utilisation: bool = True
+    """Measure every node's utilisation before and after the run for the result (two walks of
+    every pod); the capacity count measures its own and switches this off."""
+    clock: VirtualClock = field(default_factory=VirtualClock, init=False)
+    cluster: InMemoryCluster = field(init=False)
+    store: Store = field(default_factory=Store, init=False)
+    attempts: list[AttemptRecord] = field(default_factory=list, init=False)
+    scheduler: Scheduler | None = field(default=None, init=False)
+    handlers: EventHandlers | None = field(default=None, init=False)
+    pending_order: list[str] = field(default_factory=list, init=False)
+    started: float = field(init=False)
+    utilisation_before: dict[str, Utilisation] | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
         self.cluster = InMemoryCluster(self.clock)
-        self.store = Store()
-        self.attempts: list[AttemptRecord] = []
-        self.scheduler: Scheduler | None = None
-        self.handlers: EventHandlers | None = None
-        self.pending_order: list[str] = []
         self.started = self.clock.now()
-        self.utilisation_before: dict[str, Utilisation] | None = None
 
     def _setup(self) -> tuple[Scheduler, EventHandlers]:
         cluster = self.cluster

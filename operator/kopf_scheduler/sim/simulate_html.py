@@ -148,9 +148,16 @@ def _matrices(attempts: Sequence[Mapping[str, Any]]) -> Markup:
     )
 
 
-def _preemptions(preemptions: Sequence[Mapping[str, Any]]) -> Markup:
-    if not preemptions:
+def _titled_table(
+    title: str, table_id: str, heads: Sequence[str], rows: Sequence[Markup]
+) -> Markup:
+    """A heading and a sortable table under it; nothing at all when there are no rows."""
+    if not rows:
         return ""
+    return element("h2", text(title)) + sortable_table(table_id, [text(h) for h in heads], rows)
+
+
+def _preemptions(preemptions: Sequence[Mapping[str, Any]]) -> Markup:
     rows = [
         element(
             "tr",
@@ -162,13 +169,11 @@ def _preemptions(preemptions: Sequence[Mapping[str, Any]]) -> Markup:
         )
         for entry in preemptions
     ]
-    heads = [text(h) for h in ("Preemptor", "Node", "Victims", "PDB violations", "Decided by")]
-    return element("h2", text("Preemptions")) + sortable_table("preemptions", heads, rows)
+    heads = ("Preemptor", "Node", "Victims", "PDB violations", "Decided by")
+    return _titled_table("Preemptions", "preemptions", heads, rows)
 
 
 def _gangs(groups: Sequence[Mapping[str, Any]]) -> Markup:
-    if not groups:
-        return ""
     rows = [
         element(
             "tr",
@@ -181,8 +186,8 @@ def _gangs(groups: Sequence[Mapping[str, Any]]) -> Markup:
         )
         for group in groups
     ]
-    heads = [text(h) for h in ("PodGroup", "minMember", "Members", "Bound", "Pending", "Complete")]
-    return element("h2", text("Gangs")) + sortable_table("gangs", heads, rows)
+    heads = ("PodGroup", "minMember", "Members", "Bound", "Pending", "Complete")
+    return _titled_table("Gangs", "gangs", heads, rows)
 
 
 def _timeline(events: Sequence[Mapping[str, Any]]) -> Markup:
