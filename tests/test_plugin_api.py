@@ -37,3 +37,32 @@ def test_the_example_plugin_imports_the_scheduler_through_plugin_api_and_the_mod
             assert module == "kopf_scheduler.plugin_api" or module.startswith(
                 "kopf_scheduler.model."
             ), f"{source.name} imports {module}"
+
+
+class _CountsPods(plugin_api.CountingPreFilterExtensions):
+    def __init__(self) -> None:
+        self.counted: list[tuple[str, int]] = []
+
+    def count_pod(
+        self,
+        state: plugin_api.CycleState,
+        pod: plugin_api.Pod,
+        other: plugin_api.Pod,
+        node_info: plugin_api.NodeInfo,
+        delta: int,
+    ) -> plugin_api.Status:
+        self.counted.append((other.name, delta))
+        return plugin_api.SUCCESS
+
+
+def test_counting_extensions_count_an_added_pod_in_and_a_removed_pod_out() -> None:
+    plugin = _CountsPods()
+    extensions = plugin.pre_filter_extensions()
+    assert extensions is plugin
+    state = plugin_api.CycleState()
+    incoming = plugin_api.Pod({"metadata": {"name": "incoming", "uid": "u1"}, "spec": {}})
+    victim = plugin_api.Pod({"metadata": {"name": "victim", "uid": "u2"}, "spec": {}})
+    node_info = plugin_api.NodeInfo()
+    assert extensions.add_pod(state, incoming, victim, node_info).is_success()
+    assert extensions.remove_pod(state, incoming, victim, node_info).is_success()
+    assert plugin.counted == [("victim", 1), ("victim", -1)]

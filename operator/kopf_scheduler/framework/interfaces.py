@@ -14,8 +14,9 @@ plugin that runs in an attempt has one; it scores with the batch forms it has an
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol, Self, runtime_checkable
 
 if TYPE_CHECKING:
     from kopf_scheduler.cache.node_info import NodeInfo
@@ -78,6 +79,37 @@ class PreFilterExtensions(Protocol):
     def remove_pod(
         self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: Pod, node_info: NodeInfo
     ) -> Status: ...
+
+
+class CountingPreFilterExtensions(ABC):
+    """PreFilter extensions for a plugin whose PreFilter state counts pods on nodes.
+
+    Preemption's dry runs add and remove pods on a node; for such a plugin both are one update
+    of its counts, with the pod counted in (``delta`` 1) or out (``delta`` -1). A plugin inherits
+    ``pre_filter_extensions``, ``add_pod`` and ``remove_pod`` from here and writes
+    :meth:`count_pod`.
+    """
+
+    __slots__ = ()
+
+    def pre_filter_extensions(self) -> Self:
+        return self
+
+    def add_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: NodeInfo
+    ) -> Status:
+        return self.count_pod(state, pod_to_schedule, pod_to_add, node_info, 1)
+
+    def remove_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: Pod, node_info: NodeInfo
+    ) -> Status:
+        return self.count_pod(state, pod_to_schedule, pod_to_remove, node_info, -1)
+
+    @abstractmethod
+    def count_pod(
+        self, state: CycleState, pod: Pod, other: Pod, node_info: NodeInfo, delta: int
+    ) -> Status:
+        """Count ``other`` on ``node_info``'s node in or out of ``pod``'s PreFilter state."""
 
 
 @runtime_checkable

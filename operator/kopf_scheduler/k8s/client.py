@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import urllib.parse
 import urllib.request
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -198,8 +199,10 @@ class Api:
         """
         method = method.upper()
 
+        attempt = functools.partial(self._attempt, method, path, body, content_type, query)
+
         async def send() -> Reply:
-            return await self._send(method, path, body, content_type, query)
+            return await self._send(attempt, method, path)
 
         started = self.clock.now()
         try:
@@ -297,17 +300,10 @@ class Api:
         finally:
             response.release()
 
-    async def _send(
-        self,
-        method: str,
-        path: str,
-        body: Mapping[str, Any] | None,
-        content_type: str,
-        query: Mapping[str, str] | None,
-    ) -> Reply:
+    async def _send(self, attempt: Callable[[], Awaitable[Reply]], method: str, path: str) -> Reply:
         """One attempt, sent a second time at once if a 401 met a token since replaced."""
         sent = self._sent_token()
-        reply = await self._attempt(method, path, body, content_type, query)
+        reply = await attempt()
         if (
             reply.status == 401
             and self.credentials is not None
@@ -316,7 +312,7 @@ class Api:
             logger.info(
                 "token_rejected", method=method, path=path, detail="sending again with the new one"
             )
-            reply = await self._attempt(method, path, body, content_type, query)
+            reply = await attempt()
         return reply
 
     def _sent_token(self) -> str | None:

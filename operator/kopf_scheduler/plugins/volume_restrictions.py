@@ -175,7 +175,7 @@ def _state_not_found() -> api.Status:
     )
 
 
-class VolumeRestrictions:
+class VolumeRestrictions(api.CountingPreFilterExtensions):
     name: ClassVar[str] = NAME
 
     def __init__(self, handle: api.Handle) -> None:
@@ -208,29 +208,13 @@ class VolumeRestrictions:
         )
         return None, api.SUCCESS
 
-    def pre_filter_extensions(self) -> VolumeRestrictions:
-        return self
-
-    def add_pod(
-        self, state: api.CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: api.NodeInfo
+    def count_pod(
+        self, state: api.CycleState, pod: Pod, other: Pod, node_info: api.NodeInfo, delta: int
     ) -> api.Status:
         pre_filter = state.get(PRE_FILTER_KEY)
         if pre_filter is None:
             return _state_not_found()
-        pre_filter.conflicting_claim_uses += pre_filter.uses_by(pod_to_add)
-        return api.SUCCESS
-
-    def remove_pod(
-        self,
-        state: api.CycleState,
-        pod_to_schedule: Pod,
-        pod_to_remove: Pod,
-        node_info: api.NodeInfo,
-    ) -> api.Status:
-        pre_filter = state.get(PRE_FILTER_KEY)
-        if pre_filter is None:
-            return _state_not_found()
-        pre_filter.conflicting_claim_uses -= pre_filter.uses_by(pod_to_remove)
+        pre_filter.conflicting_claim_uses += delta * pre_filter.uses_by(other)
         return api.SUCCESS
 
     def filter(self, state: api.CycleState, pod: Pod, node_info: api.NodeInfo) -> api.Status:

@@ -135,7 +135,7 @@ def _affinity_counter(state: api.CycleState) -> AffinityCounter | None:
     return AffinityColumns(nodes) if nodes is not None else None
 
 
-class InterPodAffinity:
+class InterPodAffinity(api.CountingPreFilterExtensions):
     name: ClassVar[str] = NAME
 
     def __init__(self, args: Args, handle: api.Handle) -> None:
@@ -192,25 +192,8 @@ class InterPodAffinity:
         )
         return None, api.SUCCESS
 
-    def pre_filter_extensions(self) -> InterPodAffinity:
-        return self
-
-    def add_pod(
-        self, state: api.CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: api.NodeInfo
-    ) -> api.Status:
-        return self._update(state, pod_to_add, node_info, 1)
-
-    def remove_pod(
-        self,
-        state: api.CycleState,
-        pod_to_schedule: Pod,
-        pod_to_remove: Pod,
-        node_info: api.NodeInfo,
-    ) -> api.Status:
-        return self._update(state, pod_to_remove, node_info, -1)
-
-    def _update(
-        self, state: api.CycleState, other: Pod, node_info: api.NodeInfo, delta: int
+    def count_pod(
+        self, state: api.CycleState, pod: Pod, other: Pod, node_info: api.NodeInfo, delta: int
     ) -> api.Status:
         pre_filter_state = state.get(filtering.PRE_FILTER_KEY)
         if pre_filter_state is None:

@@ -126,7 +126,7 @@ def _domain_counter(state: api.CycleState) -> DomainCounter | None:
     return SpreadColumns(nodes) if nodes is not None else None
 
 
-class PodTopologySpread:
+class PodTopologySpread(api.CountingPreFilterExtensions):
     name: ClassVar[str] = NAME
 
     def __init__(self, args: Args, handle: api.Handle) -> None:
@@ -150,31 +150,14 @@ class PodTopologySpread:
         )
         return None, api.SUCCESS
 
-    def pre_filter_extensions(self) -> PodTopologySpread:
-        return self
-
-    def add_pod(
-        self, state: api.CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: api.NodeInfo
-    ) -> api.Status:
-        return self._update(state, pod_to_schedule, pod_to_add, node_info, 1)
-
-    def remove_pod(
-        self,
-        state: api.CycleState,
-        pod_to_schedule: Pod,
-        pod_to_remove: Pod,
-        node_info: api.NodeInfo,
-    ) -> api.Status:
-        return self._update(state, pod_to_schedule, pod_to_remove, node_info, -1)
-
-    def _update(
-        self, state: api.CycleState, preemptor: Pod, other: Pod, node_info: api.NodeInfo, delta: int
+    def count_pod(
+        self, state: api.CycleState, pod: Pod, other: Pod, node_info: api.NodeInfo, delta: int
     ) -> api.Status:
         pre_filter_state = state.get(filtering.PRE_FILTER_KEY)
         if pre_filter_state is None:
             return _not_found(filtering.PRE_FILTER_KEY)
         if node_info.node is not None:
-            pre_filter_state.update_with_pod(other, preemptor, node_info.node, delta)
+            pre_filter_state.update_with_pod(other, pod, node_info.node, delta)
         return api.SUCCESS
 
     def filter(self, state: api.CycleState, pod: Pod, node_info: api.NodeInfo) -> api.Status:
