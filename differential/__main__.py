@@ -37,7 +37,7 @@ from .campaign import (
 )
 from .campaign import run_all as play_all
 from .compare import Verdict
-from .generator import PROFILES, generate
+from .generator import CI_PROFILES, PROFILES, generate
 from .normalise import ASPECTS, normalise
 from .rates import measure, play_alternately
 from .rates import render as render_rates
@@ -396,7 +396,11 @@ def parser() -> argparse.ArgumentParser:
 
     ci = commands.add_parser("ci", help="the saved cases and a short campaign (report in --out)")
     ci.add_argument("--seeds", default="1-2")
-    ci.add_argument("--profiles", default=",".join(PROFILES))
+    ci.add_argument(
+        "--profiles",
+        default=",".join(CI_PROFILES),
+        help="default: the profiles whose CI seed kube-scheduler plays the same way every time",
+    )
     ci.add_argument("--command-line", help="the command to name in the report")
     playing(ci)
     ci.set_defaults(handler=cmd_ci)

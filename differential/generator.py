@@ -11,14 +11,19 @@ Three profiles:
 - ``preemption``: full nodes, running pods of several priorities with short grace periods, PDBs
   with little or no budget, ReadWriteOncePod claims in use, and bursts of large high-priority
   pods, some with ``preemptionPolicy: Never``.
+- ``preemption-wide``: the ``preemption`` cluster drawn wider (six to eight nodes of distinct
+  sizes) and busier (six to ten pending pods in up to four waves of two or three): several
+  preemptors arrive in one wave beside plain pods without a priority class, some asking for
+  memory, so that a plain pod is placed while the preemptors' victims are still leaving.
 - ``devices``: Dynamic Resource Allocation. Some nodes publish GPUs (dra-example-driver's shape,
   :mod:`e2e.support.dra`, one to eight per node); pending pods ask for one or two of them through
   ResourceClaimTemplates, for one with an index of 4 or more (a CEL selector), for a model no
   device has, or share a ResourceClaim; next to them, CPU-only pods and pods of higher priority,
   so that devices run out and preemption is tried around pods that hold them.
 
-Scenarios stay small (at most 5 nodes, about 14 running and 8 pending pods) so that one run of
-each scheduler takes well under a minute. Pods of a wave arrive a fraction of a second apart,
+Scenarios stay small (at most 5 nodes, about 14 running and 8 pending pods; ``preemption-wide``
+8 nodes, about 24 running and 10 pending) so that one run of each scheduler takes about a minute
+at most. Pods of a wave arrive a fraction of a second apart,
 so that each scheduler decides on one before the next arrives; only a first-wave backlog is a
 true burst (see :mod:`differential.scenario`). Node sizes are drawn without repetition: upstream
 picks at random among equally scored nodes, and distinct sizes make such ties rarer.
@@ -35,7 +40,10 @@ from e2e.support import dra
 
 from .scenario import Raw, Scenario, Wave
 
-PROFILES = ("mixed", "preemption", "devices")
+PROFILES = ("mixed", "preemption", "devices", "preemption-wide")
+CI_PROFILES = ("mixed", "preemption", "devices")
+"""The profiles ``make differential-ci`` plays by default: their first seeds are scenarios
+kube-scheduler has played the same way in every run, so a difference there is ours."""
 
 ZONE_KEY = "topology.kubernetes.io/zone"
 HOSTNAME_KEY = "kubernetes.io/hostname"
@@ -114,6 +122,10 @@ class Profile:
     """Chance that the first wave is a backlog, there before the scheduler starts."""
     gpu_node_chance: float = 0.0
     """Chance that a node publishes GPUs."""
+    node_cpus: tuple[int, ...] = (2, 3, 4, 5, 6, 8)
+    """The CPU counts nodes are drawn from, without repetition (at least ``nodes[1]`` of them)."""
+    waves: tuple[int, int] = (1, 3)
+    """How many waves the pending pods arrive in (never more than there are pods)."""
 
 
 MIXED = Profile(
@@ -206,7 +218,37 @@ DEVICES = Profile(
     gpu_node_chance=0.7,
 )
 
-_PROFILES = {profile.name: profile for profile in (MIXED, PREEMPTION, DEVICES)}
+PREEMPTION_WIDE = Profile(
+    name="preemption-wide",
+    nodes=(6, 8),
+    fill=(0.75, 1.0),
+    max_running_per_node=3,
+    running_cpu=(500, 1000, 1500, 2000, 2500),
+    pending=(6, 10),
+    running_classes=(None, "diff-p10", "diff-p10", "diff-p50", "diff-p50"),
+    pending_classes=(None, None, "diff-p100", "diff-p100", "diff-p200", "diff-p100-never"),
+    pending_cpu=(250, 500, 750, 1000, 1500, 2000, 2500, 3000),
+    features=(
+        ("none", 6),
+        ("memory", 3),
+        ("anti-affinity", 1),
+        ("spread", 1),
+        ("toleration", 1),
+        ("node-affinity", 1),
+        ("port", 1),
+        ("rwop-claim", 1),
+    ),
+    volume_chance=0.3,
+    pdb_chance=0.7,
+    low_pod_limit_chance=0.1,
+    wave_gaps=(0, 1, 2, 4),
+    pod_gaps=(0.3, 0.5),
+    backlog_chance=0.5,
+    node_cpus=(3, 4, 5, 6, 7, 8, 10, 12),
+    waves=(3, 4),
+)
+
+_PROFILES = {profile.name: profile for profile in (MIXED, PREEMPTION, DEVICES, PREEMPTION_WIDE)}
 
 
 def generate(seed: int, profile: str = "mixed") -> Scenario:
@@ -423,7 +465,7 @@ class _Generator:
         rng = self.rng
         count = rng.randint(*self.profile.nodes)
         zones = ZONES[: rng.choice((2, 3))]
-        cpus = rng.sample((2, 3, 4, 5, 6, 8), count)
+        cpus = rng.sample(self.profile.node_cpus, count)
         for index in range(count):
             labels = {"disk": rng.choice(("ssd", "hdd"))}
             taint = None
@@ -585,7 +627,8 @@ class _Generator:
     def _waves(self) -> list[Wave]:
         rng = self.rng
         count = rng.randint(*self.profile.pending)
-        wave_count = rng.randint(1, min(3, count))
+        fewest, most = self.profile.waves
+        wave_count = rng.randint(min(fewest, count), min(most, count))
         cuts = sorted(rng.sample(range(1, count), wave_count - 1))
         bounds = [0, *cuts, count]
         waves: list[Wave] = []

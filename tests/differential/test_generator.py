@@ -6,9 +6,11 @@ does that), so a manifest the scheduler would reject fails here rather than on a
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from differential.generator import PRIORITY_CLASSES, PROFILES, generate
-from differential.scenario import check, dump, from_document, name_of, to_document
+from differential.scenario import Wave, check, dump, from_document, name_of, to_document
 
 SEEDS = range(1, 61)
 
@@ -34,7 +36,10 @@ def test_scenarios_are_valid_and_survive_their_file_format(profile: str) -> None
         assert to_document(from_document(document)) == document
 
 
-@pytest.mark.parametrize("profile", PROFILES)
+SMALL = [p for p in PROFILES if p != "preemption-wide"]
+
+
+@pytest.mark.parametrize("profile", SMALL)
 def test_scenarios_stay_small(profile: str) -> None:
     for seed in SEEDS:
         scenario = generate(seed, profile)
@@ -42,6 +47,42 @@ def test_scenarios_stay_small(profile: str) -> None:
         assert len(scenario.running) <= 15
         assert 1 <= len(scenario.pending()) <= 8
         assert len(scenario.waves) <= 3
+
+
+def test_wide_scenarios_have_more_nodes_and_waves_but_stay_bounded() -> None:
+    for seed in SEEDS:
+        scenario = generate(seed, "preemption-wide")
+        assert 6 <= len(scenario.nodes) <= 8
+        assert len(scenario.running) <= 24
+        assert 6 <= len(scenario.pending()) <= 10
+        assert 3 <= len(scenario.waves) <= 4
+
+
+def _is_plain_with_memory(pod: dict[str, Any]) -> bool:
+    requests = pod["spec"]["containers"][0]["resources"]["requests"]
+    return not pod["spec"].get("priorityClassName") and "memory" in requests
+
+
+def _preemptors(wave: Wave) -> int:
+    return sum(
+        PRIORITY_CLASSES[pod["spec"]["priorityClassName"]][0] >= 100
+        for pod in wave.pods
+        if pod["spec"].get("priorityClassName")
+    )
+
+
+def test_wide_scenarios_put_plain_pods_with_memory_in_waves_of_several_preemptors() -> None:
+    """The shape a wide scenario exists for: a pod without priority class that asks for memory,
+    arriving in the same wave as two or more pods that may preempt."""
+    shaped = [
+        seed
+        for seed in SEEDS
+        if any(
+            _preemptors(wave) >= 2 and any(_is_plain_with_memory(pod) for pod in wave.pods)
+            for wave in generate(seed, "preemption-wide").waves
+        )
+    ]
+    assert len(shaped) >= 5
 
 
 @pytest.mark.parametrize("profile", PROFILES)
@@ -144,6 +185,11 @@ def _features(profile: str) -> set[str]:
                 "backlog",
             },
             id="preemption",
+        ),
+        pytest.param(
+            "preemption-wide",
+            {"podAntiAffinity", "topologySpreadConstraints", "never", "pdb", "backlog"},
+            id="preemption-wide",
         ),
     ],
 )
