@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from e2e.support import dra
@@ -218,14 +218,13 @@ DEVICES = Profile(
     gpu_node_chance=0.7,
 )
 
-PREEMPTION_WIDE = Profile(
+PREEMPTION_WIDE = replace(
+    PREEMPTION,
     name="preemption-wide",
     nodes=(6, 8),
-    fill=(0.75, 1.0),
-    max_running_per_node=3,
-    running_cpu=(500, 1000, 1500, 2000, 2500),
+    node_cpus=(3, 4, 5, 6, 7, 8, 10, 12),
     pending=(6, 10),
-    running_classes=(None, "diff-p10", "diff-p10", "diff-p50", "diff-p50"),
+    waves=(3, 4),
     pending_classes=(None, None, "diff-p100", "diff-p100", "diff-p200", "diff-p100-never"),
     pending_cpu=(250, 500, 750, 1000, 1500, 2000, 2500, 3000),
     features=(
@@ -239,14 +238,11 @@ PREEMPTION_WIDE = Profile(
         ("rwop-claim", 1),
     ),
     volume_chance=0.3,
-    pdb_chance=0.7,
-    low_pod_limit_chance=0.1,
     wave_gaps=(0, 1, 2, 4),
-    pod_gaps=(0.3, 0.5),
     backlog_chance=0.5,
-    node_cpus=(3, 4, 5, 6, 7, 8, 10, 12),
-    waves=(3, 4),
 )
+"""The ``preemption`` profile's running pods and budgets on more nodes, with more pending pods
+in more waves, plain pods among them."""
 
 _PROFILES = {profile.name: profile for profile in (MIXED, PREEMPTION, DEVICES, PREEMPTION_WIDE)}
 
