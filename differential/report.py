@@ -89,7 +89,7 @@ rows of 2026-11-29 at 15ee315 with two other control planes sharing the machine,
 | preemption-116 | `p02-web`, events | a second `Preempted` | 0 of 20 | 11 of 20 |
 | preemption-116, after e7657ce | `p02-web`, events | a second `Preempted` | 4 of 20 | 1 of 20 |
 | preemption-178, 10 runs | `p05-db`, placements | tried between two removals | 3 of 10 | 5 of 10 |
-| preemption-wide-26, 10 runs | `p06-batch`, placements | two nodes with the same total score | 3 of 10 | 3 of 10 |
+| preemption-wide-26, 10 runs | `p06-batch`, placements | a tie of scores | 3 of 10 | 3 of 10 |
 
 Before the waves of a backlog scenario followed each scheduler's first decision, the first race
 was one-sided in preemption-55: kube-scheduler recorded the "not eligible" attempt for `p01-web`
