@@ -207,7 +207,10 @@ class LeaderElector:
         try:
             lease = await self._api.request("GET", self.path, retry=NO_RETRY)
         except NotFoundError:
-            return await self._write(self._create, "lease_create_failed", record, now)
+            failure = await self._written(self._create, record, now)
+            if failure is not None:
+                logger.info("lease_create_failed", lease=self.path, reason=str(failure))
+            return failure is None
         except ApiError as error:
             # Without a reply the API client's outage report has said so once per outage.
             log = logger.debug if isinstance(error, TransportError) else logger.warning
@@ -230,23 +233,24 @@ class LeaderElector:
             )
         else:
             record = replace(record, leader_transitions=current.leader_transitions + 1)
-        return await self._write(self._update, "lease_update_failed", record, now)
+        failure = await self._written(self._update, record, now)
+        if failure is not None:
+            logger.info("lease_update_failed", lease=self.path, reason=str(failure))
+        return failure is None
 
-    async def _write(
+    async def _written(
         self,
         write: Callable[[LeaderElectionRecord], Awaitable[None]],
-        failure_event: str,
         record: LeaderElectionRecord,
         now: float,
-    ) -> bool:
-        """Create or update the Lease with ``record``; whether the write went through."""
+    ) -> ApiError | None:
+        """Create or update the Lease with ``record`` and observe it; the error if it failed."""
         try:
             await write(record)
         except ApiError as error:
-            logger.info(failure_event, lease=self.path, reason=str(error))
-            return False
+            return error
         self._observe(record, now)
-        return True
+        return None
 
     async def release(self) -> bool:
         """Give the Lease up if this candidate holds it, so another can take it at once."""
