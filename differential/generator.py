@@ -1,6 +1,6 @@
 """Randomized scenarios from a seed: the same (profile, seed) always gives the same scenario.
 
-Three profiles:
+Four profiles:
 
 - ``mixed``: every filter and score the default profile has a say in. Nodes of different sizes
   in two or three zones, with labels, some tainted, some with a low pod limit; running pods that
@@ -12,9 +12,9 @@ Three profiles:
   with little or no budget, ReadWriteOncePod claims in use, and bursts of large high-priority
   pods, some with ``preemptionPolicy: Never``.
 - ``preemption-wide``: the ``preemption`` cluster drawn wider (six to eight nodes of distinct
-  sizes) and busier (six to ten pending pods in up to four waves of two or three): several
-  preemptors arrive in one wave beside plain pods without a priority class, some asking for
-  memory, so that a plain pod is placed while the preemptors' victims are still leaving.
+  sizes) and busier (six to ten pending pods in three or four waves): several preemptors arrive
+  in one wave beside plain pods without a priority class, some asking for memory, so that a
+  plain pod is placed while the preemptors' victims are still leaving.
 - ``devices``: Dynamic Resource Allocation. Some nodes publish GPUs (dra-example-driver's shape,
   :mod:`e2e.support.dra`, one to eight per node); pending pods ask for one or two of them through
   ResourceClaimTemplates, for one with an index of 4 or more (a CEL selector), for a model no
@@ -23,10 +23,10 @@ Three profiles:
 
 Scenarios stay small (at most 5 nodes, about 14 running and 8 pending pods; ``preemption-wide``
 8 nodes, about 24 running and 10 pending) so that one run of each scheduler takes about a minute
-at most. Pods of a wave arrive a fraction of a second apart,
-so that each scheduler decides on one before the next arrives; only a first-wave backlog is a
-true burst (see :mod:`differential.scenario`). Node sizes are drawn without repetition: upstream
-picks at random among equally scored nodes, and distinct sizes make such ties rarer.
+at most. Pods of a wave arrive a fraction of a second apart, so that each scheduler decides on
+one before the next arrives; only a first-wave backlog is a true burst (see
+:mod:`differential.scenario`). Node sizes are drawn without repetition: upstream picks at random
+among equally scored nodes, and distinct sizes make such ties rarer.
 """
 
 from __future__ import annotations

@@ -64,10 +64,12 @@ def _is_plain_with_memory(pod: dict[str, Any]) -> bool:
 
 
 def _preemptors(wave: Wave) -> int:
+    """Pods of the wave that may preempt the running pods (priority 100 or more, not Never)."""
+    classes = [PRIORITY_CLASSES.get(pod["spec"].get("priorityClassName", "")) for pod in wave.pods]
     return sum(
-        PRIORITY_CLASSES[pod["spec"]["priorityClassName"]][0] >= 100
-        for pod in wave.pods
-        if pod["spec"].get("priorityClassName")
+        1
+        for found in classes
+        if found is not None and found[0] >= 100 and found[1] == "PreemptLowerPriority"
     )
 
 
