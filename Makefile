@@ -98,6 +98,16 @@ BENCH_UPSTREAM_ARGS ?= --label integration-test --out /tmp/kopf-bench-upstream.j
 bench-upstream: $(STAMP)
 	$(PY) -m bench upstream $(BENCH_UPSTREAM_ARGS)
 
+## All of scheduler_perf's `performance` workloads (hours): smallest first, going on from the
+## workloads SCHEDULER_PERF_RESULTS already holds, then that file as the table in
+## docs/benchmarks.md and docs/images/scheduler-perf-ratios.svg, even when a workload failed.
+SCHEDULER_PERF_RESULTS ?= bench/results/scheduler-perf-performance.json
+.PHONY: bench-upstream-performance
+bench-upstream-performance: $(STAMP)
+	$(PY) -m bench upstream --label performance --smallest-first --resume \
+		--out $(SCHEDULER_PERF_RESULTS); status=$$?; \
+		$(PY) -m bench upstream --report $(SCHEDULER_PERF_RESULTS) && exit $$status
+
 ## For CI: a slice of scheduler_perf's integration-test workloads that together use every op the
 ## runner carries out, both schedulers, on a control plane of its own (LOCALCLUSTER_DIR); fails
 ## when a pod of either scheduler is left unscheduled or an op fails (about 4 minutes).

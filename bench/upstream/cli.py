@@ -3,31 +3,45 @@
     python -m bench upstream --list                       # every workload, runnable or why not
     python -m bench upstream --label integration-test     # the small ones, both schedulers
     python -m bench upstream --workload SchedulingBasic/5Nodes --out /tmp/upstream.json
+    python -m bench upstream --label performance --smallest-first --out F --resume
+    python -m bench upstream --report F   # F as the table in docs/benchmarks.md and a chart
 
 ``--config`` takes paths relative to scheduler_perf's directory in the Go module cache (default:
 the six configs). ``--list`` lists every workload unless ``--label``/``--workload`` narrow it;
 a run without ``--workload`` takes the workloads labelled ``integration-test``. A workload the
 runner cannot run in full is reported with its reasons and skipped.
+
+The full ``performance`` set takes hours. ``--resume`` keeps the workloads ``--out`` already
+holds as run in full by every scheduler and runs the rest, so one run may be made in parts; the
+file lists every part (date, command, machine, versions) and each workload names the part it
+came from; ``--smallest-first`` takes the quick workloads first, so every test case is
+measured early.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench import report
+from doccharts.bars import ChartError, render
+
+from bench import report as bench_report
 from bench.config import SCHEDULERS
-from bench.upstream import suite, support
+from bench.upstream import profiling, suite, support, table
 
 DEFAULT_LABEL = suite.LABEL_INTEGRATION
 DEFAULT_QPS = 5000.0
 DEFAULT_BURST = 5000
 """The client QPS and burst both schedulers get, as the end-to-end benchmarks' first setting."""
+REPO = Path(__file__).resolve().parents[2]
+DOC = REPO / "docs" / "benchmarks.md"
+CHART = REPO / "docs" / "images" / "scheduler-perf-ratios.svg"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,6 +74,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--qps", type=float, default=DEFAULT_QPS)
     parser.add_argument("--burst", type=int, default=DEFAULT_BURST)
     parser.add_argument("--keep-cluster", action="store_true")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the workloads --out holds as complete and run only the others",
+    )
+    parser.add_argument(
+        "--smallest-first",
+        action="store_true",
+        help="run the workloads in the order of the nodes and pods their parameters count",
+    )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        metavar="DIR",
+        help="sample kopf-scheduler with py-spy over each collection window; the stacks go "
+        "to DIR and a summary into the results (use apart from runs for the table)",
+    )
+    parser.add_argument(
+        "--report",
+        type=Path,
+        metavar="RESULTS",
+        help="write RESULTS (JSON of a run) as the table in docs/benchmarks.md and the "
+        "ratio chart in docs/images/, and run nothing",
+    )
 
 
 def _configs(names: list[str]) -> list[Path]:
@@ -92,7 +130,43 @@ def render_list(workloads: list[suite.Workload]) -> str:
     return "\n".join(lines)
 
 
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        loaded = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise table.ReportError(f"{path}: {error}") from error
+    if not isinstance(loaded, dict) or not isinstance(loaded.get("workloads"), list):
+        raise table.ReportError(f"{path}: not the results of `python -m bench upstream`")
+    return loaded
+
+
+def report(results_path: Path, doc: Path = DOC, chart: Path = CHART) -> None:
+    """The table of ``results_path`` into ``doc`` and its ratio chart into ``chart``."""
+    results = _load(results_path)
+    document = doc.read_text()
+    doc.write_text(table.replace_section(document, table.markdown(results)))
+    chart.parent.mkdir(parents=True, exist_ok=True)
+    chart.write_text(render(table.ratio_chart(results)))
+
+
 def main(args: argparse.Namespace) -> int:
+    if args.report is not None:
+        try:
+            report(args.report)
+        except (table.ReportError, ChartError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        print(f"wrote the table into {DOC} and the chart to {CHART}")
+        return 0
+    if args.profile is not None:
+        try:
+            profiling.py_spy()
+        except profiling.ProfilerError as error:
+            print(f"error: --profile: {error}", file=sys.stderr)
+            return 2
+    if args.resume and args.out is None:
+        print("error: --resume goes on with the file --out names; give --out", file=sys.stderr)
+        return 2
     try:
         test_cases = suite.load_all(_configs(args.config))
     except suite.SuiteError as error:
@@ -108,6 +182,8 @@ def main(args: argparse.Namespace) -> int:
         return 2
     labels = args.label or ([] if args.workload or args.list else [DEFAULT_LABEL])
     workloads = suite.select(test_cases, args.workload, labels)
+    if args.smallest_first:
+        workloads.sort(key=lambda workload: workload.size)
     if args.list:
         print(render_list(workloads))
         return 0
@@ -123,6 +199,22 @@ def main(args: argparse.Namespace) -> int:
         )
         return 2
     return asyncio.run(_run(args, workloads, schedulers))
+
+
+PART_KEYS = ("date", "command", "machine", "versions")
+"""What each part of a run records about itself."""
+
+
+def resumed(
+    earlier: dict[str, Any], schedulers: list[str]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The parts of an earlier run and its workloads every one of ``schedulers`` ran in full,
+    each marked with its part (a file from before parts were kept is one part)."""
+    parts = list(earlier.get("parts") or [{key: earlier.get(key) for key in PART_KEYS}])
+    kept = [r for r in earlier["workloads"] if table.complete(r, schedulers)]
+    for record in kept:
+        record.setdefault("part", 0)
+    return parts, kept
 
 
 async def _run(
@@ -145,22 +237,41 @@ async def _run(
             file=sys.stderr,
         )
         return 2
+    part = {
+        "date": bench_report.now_iso(),
+        "command": bench_report.command_line(),
+        "machine": bench_report.machine(),
+        "versions": bench_report.versions(),
+    }
+    earlier_parts: list[dict[str, Any]] = []
+    kept: list[dict[str, Any]] = []
+    if args.resume and args.out.exists():
+        try:
+            earlier_parts, kept = resumed(_load(args.out), schedulers)
+        except table.ReportError as error:
+            print(f"error: --resume: {error}", file=sys.stderr)
+            return 2
+        done = {r["workload"] for r in kept}
+        for name in sorted(done):
+            say(f"kept from {args.out}: {name}")
+        runnable = [w for w in runnable if w.id not in done]
+    part_index = len(earlier_parts)
     results: dict[str, Any] = {
-        "date": report.now_iso(),
-        "command": report.command_line(),
-        "machine": report.machine(),
-        "versions": report.versions(),
+        **part,
+        "parts": [*earlier_parts, part],
         "suite": str(suite.suite_dir()),
         "qps": args.qps,
         "burst": args.burst,
         "schedulers": schedulers,
         "feature_gates": "recorded per workload, not applied (v1.34.10 defaults)",
-        "workloads": [],
+        "workloads": kept,
         "skipped": skipped,
     }
 
     def checkpoint(records: list[dict[str, Any]]) -> None:
-        results["workloads"] = records
+        for record in records:
+            record.setdefault("part", part_index)
+        results["workloads"] = [*kept, *records]
         if args.out is not None:
             runner.write(args.out, results)
 
@@ -169,7 +280,7 @@ async def _run(
     say(f"upstream workloads on {cluster.server}, work files in {work}")
     try:
         records = await runner.run_workloads(
-            cluster, runnable, schedulers, args.qps, args.burst, work, checkpoint
+            cluster, runnable, schedulers, args.qps, args.burst, work, checkpoint, args.profile
         )
     finally:
         if not args.keep_cluster:

@@ -100,8 +100,15 @@ def default_pod() -> Raw:
     }
 
 
-def generated_name(prefix: str, rng: random.Random) -> str:
-    return prefix + "".join(rng.choice(_NAME_SUFFIX_ALPHABET) for _ in range(5))
+def generated_name(prefix: str, rng: random.Random, taken: set[str]) -> str:
+    """``prefix`` and five random characters, drawn again while the name is in ``taken`` (the
+    API server draws again on such a collision too); the name is added to ``taken``. With 27⁵
+    suffixes, 5,000 nodes of one prefix collide more often than not without that."""
+    while True:
+        name = prefix + "".join(rng.choice(_NAME_SUFFIX_ALPHABET) for _ in range(5))
+        if name not in taken:
+            taken.add(name)
+            return name
 
 
 def kwok_node(raw: Mapping[str, Any]) -> Raw:
@@ -111,12 +118,13 @@ def kwok_node(raw: Mapping[str, Any]) -> Raw:
     return node
 
 
-def prepared_node(raw: Mapping[str, Any], rng: random.Random) -> Raw:
-    """A node as ``createNodes`` makes it: named, labelled with its hostname, kwok's."""
+def prepared_node(raw: Mapping[str, Any], rng: random.Random, taken: set[str]) -> Raw:
+    """A node as ``createNodes`` makes it: named (a generated name not among ``taken``),
+    labelled with its hostname, kwok's."""
     node = kwok_node(raw)
     metadata = node["metadata"]
     if not metadata.get("name"):
-        metadata["name"] = generated_name(str(metadata.pop("generateName", "")), rng)
+        metadata["name"] = generated_name(str(metadata.pop("generateName", "")), rng, taken)
     metadata.pop("generateName", None)
     metadata["labels"] = {**(metadata.get("labels") or {}), HOSTNAME_LABEL: metadata["name"]}
     return node

@@ -47,6 +47,7 @@ from bench.kube import (
 )
 from bench.upstream import manifests, schedmetrics, throughput
 from bench.upstream.podstate import PodRecord, PodState, selects
+from bench.upstream.profiling import WindowProfiler
 from bench.upstream.resources import ResourceMap
 from bench.upstream.suite import Op, TestCase
 
@@ -97,6 +98,8 @@ class Execution:
     scrape: Callable[[], Awaitable[str]]
     rng: random.Random = field(default_factory=random.Random)
     """Node name suffixes: fresh ones each run, as upstream's are random."""
+    node_names: set[str] = field(default_factory=set)
+    """The names given to nodes so far, which a generated name must not repeat."""
     pods_per_namespace: dict[str, int] = field(default_factory=dict)
     namespaces: list[str] = field(default_factory=list)
     cluster_objects: list[str] = field(default_factory=list)
@@ -106,6 +109,8 @@ class Execution:
     collected: list[dict[str, Any]] = field(default_factory=list)
     adaptations: set[str] = field(default_factory=set)
     priority_classes: set[str] = field(default_factory=set)
+    profiler: WindowProfiler | None = None
+    """Samples the scheduler over each collection window (``--profile``)."""
 
     def __post_init__(self) -> None:
         self.resources = ResourceMap(self.client)
@@ -169,6 +174,8 @@ class Execution:
         collection = Collection(name, op_index, list(namespaces), dict(selector), before, scheduled)
         collection.unsubscribe = self.pods.on_scheduled(collection.count)
         self.collection = collection
+        if self.profiler is not None:
+            self.profiler.start()
 
     async def stop_collecting(self) -> None:
         collection = self.collection
@@ -179,17 +186,18 @@ class Execution:
         await asyncio.gather(collection.task, return_exceptions=True)
         collection.unsubscribe()
         after = await self.scrape()
-        self.collected.append(
-            {
-                "name": collection.name,
-                "op": collection.op_index,
-                "namespaces": collection.namespaces,
-                "scheduled": collection.scheduled,
-                "seconds": round(time.monotonic() - collection.started, 3),
-                "SchedulingThroughput": throughput.summary(collection.collector.rates),
-                "scheduler_metrics": schedmetrics.window(collection.metrics_before, after),
-            }
-        )
+        window = {
+            "name": collection.name,
+            "op": collection.op_index,
+            "namespaces": collection.namespaces,
+            "scheduled": collection.scheduled,
+            "seconds": round(time.monotonic() - collection.started, 3),
+            "SchedulingThroughput": throughput.summary(collection.collector.rates),
+            "scheduler_metrics": schedmetrics.window(collection.metrics_before, after),
+        }
+        if self.profiler is not None:
+            window["profile"] = await asyncio.to_thread(self.profiler.stop)
+        self.collected.append(window)
 
     # -- ops ------------------------------------------------------------------------------
 
@@ -233,7 +241,7 @@ class Execution:
                 if template
                 else manifests.default_node(op.index)
             )
-            node = manifests.prepared_node(raw, self.rng)
+            node = manifests.prepared_node(raw, self.rng, self.node_names)
             if labels:
                 values = labels["labelValues"]
                 manifests.with_label(node, labels["labelKey"], values[index % len(values)])

@@ -39,6 +39,7 @@ from bench.e2e import (
 from bench.kube import MERGE_PATCH, Client, Endpoint, for_each
 from bench.upstream.ops import Execution
 from bench.upstream.podstate import PodState, follow
+from bench.upstream.profiling import WindowProfiler
 from bench.upstream.suite import THROUGHPUT_METRIC, Workload
 
 SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
@@ -120,8 +121,10 @@ async def run_one(
     qps: float,
     burst: int,
     work: Path,
+    profile_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """``workload`` with scheduler ``which`` on a swept cluster; swept again afterwards."""
+    """``workload`` with scheduler ``which`` on a swept cluster; swept again afterwards. With
+    ``profile_dir``, kopf-scheduler is sampled over each collection window."""
     run_dir = work / f"{workload.id.replace('/', '_')}-{which}"
     run_dir.mkdir(parents=True, exist_ok=True)
     pods = PodState()
@@ -134,7 +137,13 @@ async def run_one(
         status, text = await asyncio.to_thread(process.get, "/metrics", 30.0)
         return text if status == 200 else ""
 
-    execution = Execution(client, pods, workload.test_case, scheduler_name(which), scrape)
+    profiler = None
+    if profile_dir is not None and which == "kopf":
+        prefix = profile_dir / f"{workload.id.replace('/', '_')}-{which}"
+        profiler = WindowProfiler(process.pid, prefix)
+    execution = Execution(
+        client, pods, workload.test_case, scheduler_name(which), scrape, profiler=profiler
+    )
     result: dict[str, Any] = {"scheduler": which, "ops": [], "ok": False}
     started = time.monotonic()
     try:
@@ -154,6 +163,8 @@ async def run_one(
     finally:
         result["wall_seconds"] = round(time.monotonic() - started, 2)
         result["background_errors"] = await execution.stop_background()
+        if profiler is not None:
+            profiler.close()
         result["exit_code"] = await asyncio.to_thread(process.stop)
         watch.cancel()
         await asyncio.gather(watch, return_exceptions=True)
@@ -178,6 +189,7 @@ async def run_workloads(
     burst: int,
     work: Path,
     checkpoint: Callable[[list[dict[str, Any]]], None] | None = None,
+    profile_dir: Path | None = None,
 ) -> list[dict[str, Any]]:
     """Every workload with every scheduler in turn; one record per workload."""
     endpoint = Endpoint(cluster.server, cluster.admin_token, str(cluster.ca_file))
@@ -196,7 +208,7 @@ async def run_workloads(
             }
             started = time.monotonic()
             for which in schedulers:
-                run = await run_one(cluster, client, workload, which, qps, burst, work)
+                run = await run_one(cluster, client, workload, which, qps, burst, work, profile_dir)
                 record["runs"][which] = run
                 say(f"  {which}: {_brief(run)}")
             record["seconds"] = round(time.monotonic() - started, 1)

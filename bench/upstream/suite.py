@@ -235,6 +235,16 @@ class Workload:
     def id(self) -> str:
         return f"{self.test_case.name}/{self.name}"
 
+    @property
+    def size(self) -> int:
+        """The sum of its whole-number parameters: about how many nodes and pods it makes,
+        by which ``--smallest-first`` orders a long run."""
+        return sum(
+            value
+            for value in self.params.values()
+            if isinstance(value, int) and not isinstance(value, bool)
+        )
+
     def ops(self) -> list[Op]:
         """The test case's ops as they run for this workload (:func:`unroll`)."""
         return unroll(self.test_case.ops, self.params)

@@ -252,3 +252,24 @@ def test_a_misspelt_workload_is_one_line_and_runs_nothing(
     assert main(arguments) == 2
     captured = capsys.readouterr()
     assert (captured.out, captured.err) == ("", "error: no workload is named Nope/5Nodes\n")
+
+
+@needs_suite
+def test_smallest_first_lists_the_quick_workloads_first(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from bench.__main__ import main
+
+    chosen = ["--workload", "SchedulingBasic", "--workload", "EventHandlingPodAdd"]
+    assert main(["upstream", "--list", "--label", "performance", *chosen]) == 0
+    in_suite_order = [line.split()[0] for line in capsys.readouterr().out.splitlines()[:7]]
+    assert in_suite_order[0] == "SchedulingBasic/500Nodes"
+    assert in_suite_order[6] == "EventHandlingPodAdd/1000Pods"
+    assert main(["upstream", "--list", "--label", "performance", "--smallest-first", *chosen]) == 0
+    smallest_first = [line.split()[0] for line in capsys.readouterr().out.splitlines()[:7]]
+    assert smallest_first[:3] == [
+        "EventHandlingPodAdd/1000Pods",
+        "SchedulingBasic/500Nodes",
+        "SchedulingBasic/5000Nodes",
+    ]
+    assert sorted(smallest_first) == sorted(in_suite_order)

@@ -63,16 +63,29 @@ def test_every_template_the_six_configs_name_renders_to_an_object() -> None:
 
 
 def test_created_nodes_are_named_labelled_and_managed_by_kwok() -> None:
-    node = manifests.prepared_node(manifests.default_node(3), random.Random(1))
+    node = manifests.prepared_node(manifests.default_node(3), random.Random(1), set())
     name = node["metadata"]["name"]
     assert name.startswith("node-3-") and len(name) == len("node-3-") + 5
     assert "generateName" not in node["metadata"]
     assert node["metadata"]["labels"][manifests.HOSTNAME_LABEL] == name
     assert node["metadata"]["annotations"][KWOK_NODE_ANNOTATION] == "fake"
     named = manifests.prepared_node(
-        {"kind": "Node", "metadata": {"name": "scheduler-perf-node"}}, random.Random(1)
+        {"kind": "Node", "metadata": {"name": "scheduler-perf-node"}}, random.Random(1), set()
     )
     assert named["metadata"]["name"] == "scheduler-perf-node"
+
+
+def test_generated_node_names_never_repeat_one_already_given() -> None:
+    template = {"kind": "Node", "metadata": {"generateName": "n-"}}
+    first = manifests.prepared_node(template, random.Random(7), set())["metadata"]["name"]
+    taken = {first}
+    again = manifests.prepared_node(template, random.Random(7), taken)["metadata"]["name"]
+    assert again != first
+    assert taken == {first, again}
+    names: set[str] = set()
+    for _ in range(200):  # the same draws every time: each name must be drawn past the others
+        manifests.prepared_node(template, random.Random(0), names)
+    assert len(names) == 200
 
 
 def test_extra_allocatable_keeps_what_the_capacity_would_have_given() -> None:
