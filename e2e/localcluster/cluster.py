@@ -34,7 +34,7 @@ from typing import Any, TextIO
 from . import build
 from . import versions as v
 from .kubeconfig import write_token_kubeconfig
-from .listen_ports import free_ports
+from .listen_ports import free_ports, port_holders
 from .processes import Process, log_tail, proc_start_time, spawn_logged, terminate
 
 STATE_FILE = "state.json"
@@ -139,6 +139,11 @@ def _advertise_address() -> str | None:
 
 
 ATTACHMENTS = "attachments"
+
+ADDRESS_IN_USE = "address already in use"
+"""What kube-apiserver says when its port is still taken."""
+RESTART_PORT_TIMEOUT = 30.0
+"""How long a restarted kube-apiserver may keep finding its port taken before that is an error."""
 """Where the state file keeps what other modules attach to the cluster (a real node), by key."""
 
 Teardown = Callable[["LocalCluster", float, bool], None]
@@ -522,7 +527,12 @@ class LocalCluster:
 
     def restart_apiserver(self) -> float:
         """SIGKILL kube-apiserver and start it again with the same flags, port and certificates
-        (the fault suite's crash); return the seconds until ``/readyz`` answered again."""
+        (the fault suite's crash); return the seconds until ``/readyz`` answered again.
+
+        A start that finds the port still taken is tried again, for up to
+        :data:`RESTART_PORT_TIMEOUT` seconds, with what holds the port said in the log: on some
+        kernels a port the killed server listened on is refused for a moment after it is gone.
+        """
         proc = self.processes()["kube-apiserver"]
         self.signal("kube-apiserver", signal.SIGKILL)
         popen = self._popens.pop("kube-apiserver", None)
@@ -531,8 +541,21 @@ class LocalCluster:
                 popen.poll()
             time.sleep(0.05)
         started = time.monotonic()
-        self._start_apiserver()
-        return time.monotonic() - started
+        deadline = started + RESTART_PORT_TIMEOUT
+        while True:
+            try:
+                self._start_apiserver()
+            except ClusterError as error:
+                if ADDRESS_IN_USE not in str(error) or time.monotonic() > deadline:
+                    raise
+                port = self.ports["apiserver"]
+                self.say(
+                    f"kube-apiserver: port {port} still taken ({port_holders(port)}); "
+                    "starting it again"
+                )
+                time.sleep(0.5)
+                continue
+            return time.monotonic() - started
 
     def signal(self, name: str, signum: int) -> None:
         """Send ``signum`` to one recorded component (SIGSTOP and SIGCONT stall and resume it)."""

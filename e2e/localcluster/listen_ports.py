@@ -12,7 +12,9 @@ a restart always gets its port back.
 from __future__ import annotations
 
 import random
+import shutil
 import socket
+import subprocess
 from pathlib import Path
 
 RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
@@ -58,3 +60,18 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
 def free_port(host: str = "127.0.0.1") -> int:
     """One port as :func:`free_ports` chooses them."""
     return free_ports(1, host)[0]
+
+
+def port_holders(port: int) -> str:
+    """The sockets on ``port`` with their owners as ``ss`` lists them, for a log line that says
+    why the port is taken; a note instead when ``ss`` is missing or fails."""
+    ss = shutil.which("ss")
+    if ss is None:
+        return "ss not installed"
+    listing = subprocess.run(
+        [ss, "-Htanp", f"sport = :{port}"], capture_output=True, text=True, check=False
+    )
+    if listing.returncode != 0:
+        return f"ss failed: {listing.stderr.strip()}"
+    lines = [" ".join(line.split()) for line in listing.stdout.splitlines() if line.strip()]
+    return "; ".join(lines) or "no socket listed"
