@@ -75,6 +75,7 @@ from kopf_scheduler.framework.node_columns.mirror import (
     IntArray,
     LabelColumn,
     NodeMirror,
+    ScalarColumn,
 )
 from kopf_scheduler.framework.node_columns.term_census import Role
 from kopf_scheduler.framework.node_columns.value_keys import selector_key, term_key
@@ -156,6 +157,7 @@ __all__ = [
     "ReservePlugin",
     "ResourceClaimWriter",
     "Role",
+    "ScalarColumn",
     "ScoreExtensions",
     "ScorePlugin",
     "SharedState",

@@ -519,6 +519,45 @@ def test_claim_hints() -> None:
     assert hint(waiting, None, mine) == QueueingHint.QUEUE_SKIP
 
 
+def test_claim_hint_resolves_no_claim_of_the_pod_for_a_claim_not_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every claim event is put to every waiting pod; one that is none of the pod's claims and
+    frees no device is skipped from the pod's claim names alone, before any claim lookup."""
+    world = World(device_class(), claim())
+    pod = pod_with(BY_NAME)
+    hint = world.plugin._after_claim_change
+    other_raw = {**claim("other"), "metadata": {"name": "other", "uid": "x"}}
+    other = ResourceClaim(other_raw)
+    other_allocated = ResourceClaim(allocated_on(other_raw, "n1", "gpu-0"))
+    elsewhere = ResourceClaim(
+        {**claim(), "metadata": {"name": "my-claim", "namespace": "team-b", "uid": "y"}}
+    )
+    looked_up: list[str] = []
+    real_lookup = world.dra.claim
+
+    def counted_lookup(namespace: str, name: str) -> ResourceClaim | None:
+        looked_up.append(f"{namespace}/{name}")
+        return real_lookup(namespace, name)
+
+    monkeypatch.setattr(world.dra, "claim", counted_lookup)
+    assert hint(pod, None, other) == QueueingHint.QUEUE_SKIP
+    assert hint(pod, other, other_allocated) == QueueingHint.QUEUE_SKIP
+    assert hint(pod, None, elsewhere) == QueueingHint.QUEUE_SKIP
+    assert looked_up == []
+    assert hint(pod, other_allocated, other) == QueueingHint.QUEUE
+    assert looked_up == ["default/my-claim"]
+
+
+def test_pod_names_its_claims_from_spec_and_recorded_statuses() -> None:
+    assert pod_with(TEMPLATE_ENTRY).resource_claim_names == frozenset()
+    recorded = pod_with(
+        BY_NAME, TEMPLATE_ENTRY, statuses=[{"name": "gpu", "resourceClaimName": "p-gpu-x1"}]
+    )
+    assert recorded.resource_claim_names == {"my-claim", "p-gpu-x1"}
+    assert Pod(make_pod("plain").obj()).resource_claim_names == frozenset()
+
+
 def test_pod_hint_waits_for_every_generated_claim() -> None:
     world = World(device_class(), _owned(claim()))
     waiting = pod_with(TEMPLATE_ENTRY)

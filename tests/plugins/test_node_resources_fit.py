@@ -598,6 +598,30 @@ def test_pre_filter_state_survives_cloning() -> None:
     assert plugin.pre_filter_extensions() is None
 
 
+def test_filter_classifies_the_pods_scalar_resources_once_per_cycle(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Which of the pod's scalar resources count, and are not ignored, depends on the pod alone:
+    PreFilter works it out and the filter of every node only compares amounts."""
+    plugin = plugin_with({"ignoredResources": [EXT_B]})
+    pod = spec_pod({"cpu": "1m", EXT_A: 2, EXT_B: 5})
+    nodes = [node_with(ENOUGH_NODE) for _ in range(20)]
+    state = CycleState()
+    plugin.pre_filter(state, pod, nodes)
+    asked: list[str] = []
+
+    def classify(name: str) -> bool:
+        asked.append(name)
+        return True
+
+    monkeypatch.setattr(fit, "is_scalar_resource_name", classify)
+    statuses = [plugin.filter(state, pod, node_info) for node_info in nodes]
+    assert asked == []
+    assert all(status.is_success() for status in statuses)
+    short_of_a = node_with(ENOUGH_NODE, spec_pod({EXT_A: 4}, name="e"))
+    assert plugin.filter(state, pod, short_of_a).reasons == (f"Insufficient {EXT_A}",)
+
+
 def test_fits_uses_the_pods_effective_request() -> None:
     node_info = node_with(ENOUGH_NODE, spec_pod(req(9), name="e"))
     assert fit.insufficient_resources(spec_pod(req(1)), node_info) == []

@@ -149,7 +149,7 @@ class ScorePlugin(Plugin, Protocol):
     def score_extensions(self) -> ScoreExtensions | None: ...
 
 
-MAX_REJECTION_REASONS = 32
+MAX_REJECTION_REASONS = 512
 """Batch Filters number their distinct rejections below this."""
 
 

@@ -22,6 +22,7 @@ from kopf_scheduler.model.pod_volumes import (
     PodVolume,
     parse_pod_volumes,
 )
+from kopf_scheduler.model.resource_claim import named_claims
 from kopf_scheduler.model.resources import Resource, pod_requests_and_non_zero
 from kopf_scheduler.model.selectors import NodeSelector, PreferredSchedulingTerm, parse_string_map
 from kopf_scheduler.model.taints import Toleration
@@ -116,6 +117,7 @@ class Pod:
         "pvc_volume_keys",
         "raw",
         "requests",
+        "resource_claim_names",
         "resource_version",
         "revision",
         "scheduler_name",
@@ -241,6 +243,9 @@ class Pod:
                 for volume in self.volumes
                 if volume.source_kind == PERSISTENT_VOLUME_CLAIM
             )
+
+        self.resource_claim_names = named_claims(raw)
+        """Names of the ResourceClaims (``resource.k8s.io``) the pod refers to so far."""
 
         self.nominated_node_name: str = status.get("nominatedNodeName") or ""
         self.start_time = parse_timestamp(status.get("startTime"), "status.startTime")

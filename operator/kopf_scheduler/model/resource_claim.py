@@ -139,5 +139,29 @@ def pod_claims(pod_raw: Mapping[str, Any]) -> list[PodClaim]:
     return claims
 
 
+def named_claims(pod_raw: Mapping[str, Any]) -> frozenset[str]:
+    """The names of every ResourceClaim the pod refers to so far: those its spec names and those
+    the controller recorded for its templates. A claim outside this set is none of the pod's,
+    whether or not the pod's claims can all be resolved yet."""
+    spec = pod_raw.get("spec") or {}
+    entries = spec.get("resourceClaims") if isinstance(spec, Mapping) else None
+    if not entries or not isinstance(entries, list):
+        return _NO_NAMES
+    names = {
+        str(entry["resourceClaimName"])
+        for entry in entries
+        if isinstance(entry, Mapping) and entry.get("resourceClaimName")
+    }
+    status = pod_raw.get("status") or {}
+    recorded = status.get("resourceClaimStatuses") if isinstance(status, Mapping) else None
+    for entry in recorded if isinstance(recorded, list) else ():
+        if isinstance(entry, Mapping) and entry.get("resourceClaimName"):
+            names.add(str(entry["resourceClaimName"]))
+    return frozenset(names)
+
+
+_NO_NAMES: frozenset[str] = frozenset()
+
+
 def has_claims(pod_raw: Mapping[str, Any]) -> bool:
     return bool((pod_raw.get("spec") or {}).get("resourceClaims"))

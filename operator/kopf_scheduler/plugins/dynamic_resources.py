@@ -608,11 +608,21 @@ class DynamicResources:
         changed, or if any claim lost its allocation (devices became free)."""
         if not isinstance(new, ResourceClaim):
             return api.QueueingHint.QUEUE
+        deallocated = (
+            isinstance(old, ResourceClaim) and old.allocation is not None and new.allocation is None
+        )
+        if not deallocated and (
+            new.namespace != pod.namespace or new.name not in pod.resource_claim_names
+        ):
+            # Not one of the pod's claims, and no devices freed: skipped whatever the state of
+            # the pod's own claims, so they need not be resolved (claim events are many, and
+            # each is put to every pod waiting).
+            return api.QueueingHint.QUEUE_SKIP
         try:
             uses_claim = any(c.uid == new.uid for c in self._pod_claims(pod.raw))
         except ClaimNotReadyError:
             return api.QueueingHint.QUEUE_SKIP
-        if isinstance(old, ResourceClaim) and old.allocation is not None and new.allocation is None:
+        if deallocated:
             return api.QueueingHint.QUEUE
         if not uses_claim:
             return api.QueueingHint.QUEUE_SKIP

@@ -10,9 +10,10 @@ Scoring uses one of three strategies over a weighted list of resources (see
 :mod:`kopf_scheduler.plugins.resource_allocation`). :func:`fits_request` is exported for
 preemption and for the queueing hints, which ask the same question about a hypothetical node.
 
-The batch Filter compares the request with every node's free capacity column at once and
-numbers its rejections by which resources fall short (and whether any request exceeds the
-node's whole allocatable amount), which is all the per-node status depends on. The batch Score
+The batch Filter compares the request with every node's free capacity column at once (scalar
+resources too, through the mirror's per-resource columns) and numbers its rejections by which
+resources fall short (and whether any request exceeds the node's whole allocatable amount), which
+is all the per-node status depends on. The batch Score
 reproduces LeastAllocated and MostAllocated over cpu and memory with the same integer
 divisions; other strategies and resources have none.
 """
@@ -88,18 +89,37 @@ def _is_ignored(name: str, ignored: frozenset[str], ignored_groups: frozenset[st
     return bool(ignored_groups) and name.split("/", 1)[0] in ignored_groups
 
 
+def checked_scalars(
+    pod_request: Resource,
+    ignored_resources: frozenset[str] = frozenset(),
+    ignored_resource_groups: frozenset[str] = frozenset(),
+) -> tuple[tuple[str, int], ...]:
+    """The scalar resources of ``pod_request`` the fit check compares, with the amounts, in the
+    order it reports them (by name): those requested, tracked as scalar resources at all, and
+    not ignored. They depend on the pod alone, so a cycle works them out once for every node."""
+    return tuple(
+        (name, wanted)
+        for name, wanted in sorted(pod_request.scalar.items())
+        if wanted != 0
+        and is_scalar_resource_name(name)
+        and not _is_ignored(name, ignored_resources, ignored_resource_groups)
+    )
+
+
 def fits_request(
     pod_request: Resource,
     node_info: api.NodeInfo,
     ignored_resources: frozenset[str] = frozenset(),
     ignored_resource_groups: frozenset[str] = frozenset(),
+    scalars: tuple[tuple[str, int], ...] | None = None,
 ) -> list[InsufficientResource]:
     """Everything ``node_info`` lacks to host a pod requesting ``pod_request``.
 
     Order: pod count, cpu, memory, ephemeral-storage, then scalar resources by name. A resource
     the pod requests none of is never reported, even on an overcommitted node. Extended
     resources listed in ``ignored_resources``, or whose domain is in ``ignored_resource_groups``,
-    are not checked. An empty list means the pod fits.
+    are not checked. ``scalars`` is :func:`checked_scalars` of the same arguments, when the
+    caller has it already. An empty list means the pod fits.
     """
     result: list[InsufficientResource] = []
     allocatable = node_info.allocatable
@@ -109,15 +129,6 @@ def fits_request(
     allowed = allocatable.allowed_pod_number
     if pod_count + 1 > allowed:
         result.append(InsufficientResource(PODS, REASON_TOO_MANY_PODS, 1, pod_count, allowed))
-
-    scalars = pod_request.scalar
-    if not (
-        pod_request.milli_cpu
-        or pod_request.memory
-        or pod_request.ephemeral_storage
-        or any(name for name in scalars if is_scalar_resource_name(name))
-    ):
-        return result
 
     for name, wanted, used, capacity in (
         (CPU, pod_request.milli_cpu, requested.milli_cpu, allocatable.milli_cpu),
@@ -136,12 +147,9 @@ def fits_request(
                 )
             )
 
-    for name in sorted(scalars):
-        wanted = scalars[name]
-        if wanted == 0 or not is_scalar_resource_name(name):
-            continue
-        if _is_ignored(name, ignored_resources, ignored_resource_groups):
-            continue
+    if scalars is None:
+        scalars = checked_scalars(pod_request, ignored_resources, ignored_resource_groups)
+    for name, wanted in scalars:
         used = requested.scalar.get(name, 0)
         capacity = allocatable.scalar.get(name, 0)
         if wanted > capacity - used:
@@ -259,9 +267,11 @@ def build_scorer(strategy: ScoringStrategy) -> Scorer:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class _PreFilterState(api.SharedState):
-    """The pod's effective request, computed once per cycle; never modified, so clones share it."""
+    """The pod's effective request and the scalar resources of it the filter compares, computed
+    once per cycle; never modified, so clones share it."""
 
     request: Resource
+    scalars: tuple[tuple[str, int], ...]
 
 
 PRE_FILTER_KEY: api.StateKey[_PreFilterState] = api.StateKey("PreFilter" + NAME)
@@ -277,37 +287,74 @@ _SHORT_CPU = 2
 _SHORT_MEMORY = 4
 _SHORT_EPHEMERAL = 8
 _UNRESOLVABLE = 16
+_SHORT_SCALAR = 32
+"""The bit of the first scalar resource the pod requests; the next ones shift it left."""
+_BATCH_SCALARS = 4
+"""The most scalar resources a pod may request for the batch Filter to serve it (rejection
+numbers stay below ``MAX_REJECTION_REASONS``)."""
 
 
-def _batch_request(state: api.CycleState, free: api.FreeColumns) -> Resource:
-    """The pod's request, if the batch arithmetic can model it and the nominated pods counted
-    in ``free``."""
-    if any(is_scalar_resource_name(name) for name in free.nominated_scalar):
-        raise api.Fallback
+def _batch_pre_filter(state: api.CycleState) -> _PreFilterState:
+    """The PreFilter state, if the batch arithmetic can model the pod's request."""
     pre_filter = state.get(PRE_FILTER_KEY)
     if pre_filter is None:
         raise api.Fallback
     request = pre_filter.request
-    if any(is_scalar_resource_name(name) for name in request.scalar):
-        raise api.Fallback
     wanted = (request.milli_cpu, request.memory, request.ephemeral_storage)
     if not all(0 <= value < api.SAFE_LIMIT for value in wanted):
         raise api.Fallback
-    return request
+    scalars = pre_filter.scalars
+    if len(scalars) > _BATCH_SCALARS or not all(0 < value < api.SAFE_LIMIT for _, value in scalars):
+        raise api.Fallback
+    return pre_filter
+
+
+ScalarCheck = tuple[int, api.IntArray, api.IntArray]
+"""One scalar resource the pod requests: the amount, and each node's free and allocatable
+amounts (the free ones less what the counted nominated pods request)."""
+
+
+def _scalar_checks(
+    nodes: api.NodeColumns, pre_filter: _PreFilterState, free: api.FreeColumns
+) -> list[ScalarCheck]:
+    """The scalar resources the pod requests, in its order, as the batch Filter compares them."""
+    checks: list[ScalarCheck] = []
+    for name, wanted in pre_filter.scalars:
+        column = nodes.mirror.scalar(name)
+        if column.unsafe:
+            raise api.Fallback
+        available = column.free
+        nominated = free.nominated_scalars.get(name)
+        if nominated:
+            if not all(0 <= amount < api.SAFE_LIMIT for amount in nominated.values()):
+                raise api.Fallback
+            available = available.copy()
+            available[list(nominated)] -= np.fromiter(
+                nominated.values(), dtype=np.int64, count=len(nominated)
+            )
+        checks.append((wanted, available, column.allocatable))
+    return checks
 
 
 def _shortfall_numbers(
-    nodes: api.NodeColumns, request: Resource, positions: api.IntArray, free: api.FreeColumns
+    nodes: api.NodeColumns,
+    request: Resource,
+    scalar_checks: list[ScalarCheck],
+    positions: api.IntArray,
+    free: api.FreeColumns,
 ) -> api.IntArray:
     """The rejection number of each node at ``positions``."""
     mirror = nodes.mirror
     numbers: api.IntArray = np.where(free.pods[positions] < 1, _TOO_MANY_PODS, 0)
     unresolvable = np.zeros(len(positions), dtype=np.bool_)
-    for value, column, allocatable, bit in (
+    checks = [
         (request.milli_cpu, free.cpu, mirror.alloc_cpu, _SHORT_CPU),
         (request.memory, free.memory, mirror.alloc_mem, _SHORT_MEMORY),
         (request.ephemeral_storage, free.ephemeral, mirror.alloc_eph, _SHORT_EPHEMERAL),
-    ):
+    ]
+    for order, (wanted, available, allocatable) in enumerate(scalar_checks):
+        checks.append((wanted, available, allocatable, _SHORT_SCALAR << order))
+    for value, column, allocatable, bit in checks:
         if value <= 0:
             continue
         short = column[positions] < value
@@ -411,7 +458,11 @@ class NodeResourcesFit:
     def pre_filter(
         self, state: api.CycleState, pod: Pod, nodes: list[api.NodeInfo]
     ) -> tuple[api.PreFilterResult | None, api.Status]:
-        state.write(PRE_FILTER_KEY, _PreFilterState(pod.requests))
+        args = self.args
+        scalars = checked_scalars(
+            pod.requests, args.ignored_resources, args.ignored_resource_groups
+        )
+        state.write(PRE_FILTER_KEY, _PreFilterState(pod.requests, scalars))
         return None, api.SUCCESS
 
     def pre_filter_extensions(self) -> api.PreFilterExtensions | None:
@@ -419,11 +470,15 @@ class NodeResourcesFit:
 
     def filter(self, state: api.CycleState, pod: Pod, node_info: api.NodeInfo) -> api.Status:
         try:
-            request = state.read(PRE_FILTER_KEY).request
+            pre_filter = state.read(PRE_FILTER_KEY)
         except api.StateNotFoundError as error:
             return api.Status.from_error(error)
         insufficient = fits_request(
-            request, node_info, self.args.ignored_resources, self.args.ignored_resource_groups
+            pre_filter.request,
+            node_info,
+            self.args.ignored_resources,
+            self.args.ignored_resource_groups,
+            pre_filter.scalars,
         )
         if not insufficient:
             return api.SUCCESS
@@ -453,7 +508,9 @@ class NodeResourcesFit:
     def filter_nodes(
         self, state: api.CycleState, pod: Pod, nodes: api.NodeColumns, free: api.FreeColumns
     ) -> api.NodeRejections | None:
-        request = _batch_request(state, free)
+        pre_filter = _batch_pre_filter(state)
+        request = pre_filter.request
+        scalar_checks = _scalar_checks(nodes, pre_filter, free)
         fails: api.BoolArray = free.pods < 1
         for value, column in (
             (request.milli_cpu, free.cpu),
@@ -462,18 +519,24 @@ class NodeResourcesFit:
         ):
             if value > 0:
                 fails |= column < value
+        for wanted, available, _ in scalar_checks:
+            fails |= available < wanted
         if not fails.any():
             return None
 
         def reasons(positions: api.IntArray) -> api.IntArray:
-            return _shortfall_numbers(nodes, request, positions, free)
+            return _shortfall_numbers(nodes, request, scalar_checks, positions, free)
 
         return api.NodeRejections(fails, reasons)
 
     def shortfall_check(
         self, state: api.CycleState, free: api.FreeColumns
     ) -> Callable[[api.NodeInfo, int, int, int, int], int]:
-        request = _batch_request(state, free)
+        pre_filter = _batch_pre_filter(state)
+        if pre_filter.scalars:
+            # The check is given the pods' cpu, memory, ephemeral storage and count only.
+            raise api.Fallback
+        request = pre_filter.request
         wanted_cpu = request.milli_cpu
         wanted_memory = request.memory
         wanted_ephemeral = request.ephemeral_storage

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -71,9 +72,13 @@ def is_extended_resource_name(name: str) -> bool:
     return is_qualified_name(_REQUESTS_PREFIX + name)
 
 
+@lru_cache(maxsize=1024)
 def is_scalar_resource_name(name: str) -> bool:
     """Whether the scheduler tracks ``name`` as a scalar resource (anything beyond cpu,
-    memory, ephemeral-storage and pods that it accounts for at all)."""
+    memory, ephemeral-storage and pods that it accounts for at all).
+
+    Asked for every scalar a node or a pod holds, in cycles over every node, of a handful of
+    names a cluster uses: so the answer is kept per name."""
     return (
         is_extended_resource_name(name)
         or name.startswith(_HUGEPAGES_PREFIX)

@@ -22,6 +22,6 @@ class FreeColumns:
     pods: IntArray
     extra: dict[int, tuple[int, int, int, int]] = dataclasses.field(default_factory=dict)
     """Position -> (cpu, memory, ephemeral storage, pod count) of counted nominated pods."""
-    nominated_scalar: frozenset[str] = frozenset()
-    """Names of the other resources the counted nominated pods request (not counted in these
-    columns)."""
+    nominated_scalars: dict[str, dict[int, int]] = dataclasses.field(default_factory=dict)
+    """What the counted nominated pods request of other resources, not counted in these
+    columns: resource -> position -> amount."""

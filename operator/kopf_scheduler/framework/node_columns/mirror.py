@@ -3,8 +3,10 @@
 Every vectorised filter and score reads these columns instead of walking NodeInfo objects. A
 column holds one value per position of ``snapshot.node_info_list``: allocatable and requested
 amounts, the pod count, the unschedulable flag, an id for the node's set of taints, and (made on
-first use) the interned value of any node label a pod selects on. Images get an inverted index
-(image name -> the nodes listing it), rebuilt only when some node's image list changes.
+first use) the interned value of any node label a pod selects on and the allocatable and free
+amounts of any scalar resource (an extended resource, say) a pod requests. Images get an
+inverted index (image name -> the nodes listing it), rebuilt only when some node's image list
+changes.
 
 The snapshot tells what changed: ``layout_version`` moves when the node list is rebuilt, and
 ``changed_nodes`` names the nodes replaced in place, so a refresh costs time proportional to the
@@ -126,6 +128,31 @@ class LabelColumn:
         return pairs, self._pair_codes
 
 
+class ScalarColumn:
+    """One scalar resource (an extended resource, hugepages, ...): each node's allocatable and
+    free amounts (0 where the node has none)."""
+
+    __slots__ = ("allocatable", "free", "name", "unsafe")
+
+    def __init__(self, name: str, size: int) -> None:
+        self.name = name
+        self.allocatable: IntArray = np.zeros(size, dtype=np.int64)
+        self.free: IntArray = np.zeros(size, dtype=np.int64)
+        self.unsafe: set[int] = set()
+        """Positions whose amounts lie outside ``[0, SAFE_LIMIT)`` (held as 0 here)."""
+
+    def set_row(self, index: int, info: NodeInfo) -> None:
+        allocatable = info.allocatable.scalar.get(self.name, 0)
+        requested = info.requested.scalar.get(self.name, 0)
+        if 0 <= allocatable < SAFE_LIMIT and 0 <= requested < SAFE_LIMIT:
+            self.unsafe.discard(index)
+        else:
+            self.unsafe.add(index)
+            allocatable = requested = 0
+        self.allocatable[index] = allocatable
+        self.free[index] = allocatable - requested
+
+
 class NodeMirror:
     """Per-position columns of one snapshot's node list."""
 
@@ -160,6 +187,7 @@ class NodeMirror:
         """Distinct taint lists by id; ids are never reused, so per-id results stay valid."""
         self._taint_ids: dict[tuple[tuple[str, str, str], ...], int] = {}
         self._labels: dict[str, LabelColumn] = {}
+        self._scalars: dict[str, ScalarColumn] = {}
         self._image_index: dict[str, list[tuple[ImageState, IntArray]]] | None = None
         self._listeners: list[RowListener] = []
 
@@ -217,6 +245,8 @@ class NodeMirror:
         self.unschedulable = np.zeros(size, dtype=np.bool_)
         for key in self._labels:
             self._labels[key] = LabelColumn(key, size)
+        for name in self._scalars:
+            self._scalars[name] = ScalarColumn(name, size)
         self._image_index = None
         for index, info in enumerate(infos):
             self._set_row(index, info)
@@ -262,6 +292,8 @@ class NodeMirror:
         self.free_mem[index] = values[1] - values[5]
         self.free_eph[index] = values[2] - values[6]
         self.free_pods[index] = values[3] - pod_count
+        for scalar in self._scalars.values():
+            scalar.set_row(index, info)
         node = info.node
         if node is not self._nodes[index]:
             self._nodes[index] = node
@@ -301,6 +333,15 @@ class NodeMirror:
             for index, node in enumerate(self._nodes):
                 if node is not None:
                     codes[index] = column.intern(node.labels.get(key))
+        return column
+
+    def scalar(self, name: str) -> ScalarColumn:
+        """The column of scalar resource ``name``, made from every node on first use."""
+        column = self._scalars.get(name)
+        if column is None:
+            column = self._scalars[name] = ScalarColumn(name, self.size)
+            for index, info in enumerate(self.infos):
+                column.set_row(index, info)
         return column
 
     def image_index(self) -> dict[str, list[tuple[ImageState, IntArray]]]:

@@ -8,7 +8,8 @@ with how many times it occurs on each node position, so an attempt evaluates eve
 once against the incoming pod and adds up the occurrences of the ones that match.
 
 The census is built on first use and then kept in step with the mirror: a replaced row is
-recounted from its NodeInfo's pods with affinity terms, a layout rebuild starts over.
+brought up to date by the pods that came and went (found by identity, a lookup per pod, since
+the new NodeInfo shares the objects of the pods that stayed), a layout rebuild starts over.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from kopf_scheduler.framework.node_columns.value_keys import TermKey, term_key
 if TYPE_CHECKING:
     from kopf_scheduler.cache.node_info import NodeInfo
     from kopf_scheduler.model.affinity import AffinityTerm
+    from kopf_scheduler.model.pod import Pod
 
 
 class Role(Enum):
@@ -71,25 +73,62 @@ class CensusEntry:
         self._arrays = None
 
 
-def _row_terms(info: NodeInfo) -> dict[CensusKey, tuple[AffinityTerm, int]]:
-    """The node's terms: key -> (a term with that key, occurrences)."""
-    terms: dict[CensusKey, tuple[AffinityTerm, int]] = {}
+PodTerms = tuple[tuple[CensusKey, "AffinityTerm"], ...]
+"""A pod's terms with their census keys, in the order the pod carries them."""
 
-    def add(role: Role, weight: int, term: AffinityTerm) -> None:
-        key = (role, weight, term_key(term))
-        known = terms.get(key)
-        terms[key] = (term, 1) if known is None else (known[0], known[1] + 1)
 
-    for pod in info.pods_with_affinity:
-        for term in pod.pod_affinity_required:
-            add(Role.REQUIRED_AFFINITY, 0, term)
-        for term in pod.anti_affinity_required:
-            add(Role.REQUIRED_ANTI_AFFINITY, 0, term)
-        for weighted in pod.affinity_preferred:
-            add(Role.PREFERRED_AFFINITY, weighted.weight, weighted.term)
-        for weighted in pod.anti_affinity_preferred:
-            add(Role.PREFERRED_ANTI_AFFINITY, weighted.weight, weighted.term)
-    return terms
+def _pod_terms(pod: Pod) -> PodTerms:
+    terms: list[tuple[CensusKey, AffinityTerm]] = []
+    for term in pod.pod_affinity_required:
+        terms.append(((Role.REQUIRED_AFFINITY, 0, term_key(term)), term))
+    for term in pod.anti_affinity_required:
+        terms.append(((Role.REQUIRED_ANTI_AFFINITY, 0, term_key(term)), term))
+    for weighted in pod.affinity_preferred:
+        key = (Role.PREFERRED_AFFINITY, weighted.weight, term_key(weighted.term))
+        terms.append((key, weighted.term))
+    for weighted in pod.anti_affinity_preferred:
+        key = (Role.PREFERRED_ANTI_AFFINITY, weighted.weight, term_key(weighted.term))
+        terms.append((key, weighted.term))
+    return tuple(terms)
+
+
+class _Row:
+    """One node position's pods with affinity terms, each with its terms, and the occurrences
+    of every key among them.
+
+    Pods are held by identity: a NodeInfo that replaces the row's old one shares the objects of
+    the pods that stayed, so a recount finds what came and went by one lookup per pod and keys
+    the terms of the new pods only.
+    """
+
+    __slots__ = ("counts", "pods")
+
+    def __init__(self) -> None:
+        self.pods: dict[int, tuple[Pod, PodTerms]] = {}
+        """``id(pod)`` -> (the pod, kept alive so the id stays its own, and its terms)."""
+        self.counts: dict[CensusKey, int] = {}
+
+    def update(self, pods: Sequence[Pod]) -> dict[CensusKey, AffinityTerm]:
+        """Follow the row's pods to ``pods``; return the keys whose counts changed, each with a
+        term of that key."""
+        held = self.pods
+        counts = self.counts
+        changed: dict[CensusKey, AffinityTerm] = {}
+        added = [pod for pod in pods if id(pod) not in held]
+        if len(pods) - len(added) != len(held):
+            present = {id(pod) for pod in pods}
+            for identity in [identity for identity in held if identity not in present]:
+                _, terms = held.pop(identity)
+                for key, term in terms:
+                    counts[key] -= 1
+                    changed[key] = term
+        for pod in added:
+            terms = _pod_terms(pod)
+            held[id(pod)] = (pod, terms)
+            for key, term in terms:
+                counts[key] = counts.get(key, 0) + 1
+                changed[key] = term
+        return changed
 
 
 class TermCensus:
@@ -97,15 +136,15 @@ class TermCensus:
 
     def __init__(self, mirror: NodeMirror) -> None:
         self._mirror = mirror
-        self._rows: list[frozenset[CensusKey]] | None = None
-        """Each position's keys, once the census is built."""
+        self._rows: list[_Row] | None = None
+        """Each position's pods and term counts, once the census is built."""
         self._entries: dict[CensusKey, CensusEntry] = {}
         mirror.subscribe(self)
 
     def entries(self, roles: Iterable[Role]) -> list[CensusEntry]:
         """The distinct terms of ``roles`` that some pod carries."""
         if self._rows is None:
-            self._rows = [frozenset()] * self._mirror.size
+            self._rows = [_Row() for _ in range(self._mirror.size)]
             for position, info in enumerate(self._mirror.infos):
                 if info.pods_with_affinity:
                     self._recount(position, info)
@@ -114,19 +153,20 @@ class TermCensus:
 
     def _recount(self, position: int, info: NodeInfo) -> None:
         assert self._rows is not None
-        terms = _row_terms(info)
+        row = self._rows[position]
         entries = self._entries
-        for key in self._rows[position] - terms.keys():
-            entry = entries[key]
-            entry.set(position, 0)
+        for key, term in row.update(info.pods_with_affinity).items():
+            occurrences = row.counts[key]
+            if not occurrences:
+                del row.counts[key]
+            entry = entries.get(key)
+            if entry is None:
+                if not occurrences:
+                    continue
+                entry = entries[key] = CensusEntry(key[0], key[1], term)
+            entry.set(position, occurrences)
             if not entry.occurrences:
                 del entries[key]
-        for key, (term, occurrences) in terms.items():
-            known = entries.get(key)
-            if known is None:
-                known = entries[key] = CensusEntry(key[0], key[1], term)
-            known.set(position, occurrences)
-        self._rows[position] = frozenset(terms)
 
     # RowListener ---------------------------------------------------------------------------------
 
@@ -136,7 +176,7 @@ class TermCensus:
         infos = self._mirror.infos
         for position in positions:
             info = infos[position]
-            if info.pods_with_affinity or self._rows[position]:
+            if info.pods_with_affinity or self._rows[position].pods:
                 self._recount(position, info)
 
     def layout_rebuilt(self) -> None:

@@ -122,15 +122,15 @@ def _nominated_pods_by_node(
 
 def _nominated_loads(
     nominator: PodNominator, mirror: NodeMirror, pod: Pod
-) -> tuple[list[tuple[int, int, int, int, int]], frozenset[str]]:
+) -> tuple[list[tuple[int, int, int, int, int]], dict[str, dict[int, int]]]:
     """``(position, cpu, memory, ephemeral storage, pod count)`` of the nominated pods that
     count against ``pod`` on each node (those of equal or higher priority other than ``pod``),
-    and the names of the other resources they request."""
+    and what they request of other resources: resource -> position -> amount."""
     position = mirror.position
     priority = pod.priority
     uid = pod.uid
     loads: list[tuple[int, int, int, int, int]] = []
-    scalar: set[str] = set()
+    scalar: dict[str, dict[int, int]] = {}
     for name, pods in _nominated_pods_by_node(nominator, mirror):
         index = position.get(name)
         if index is None:
@@ -140,15 +140,16 @@ def _nominated_loads(
             if other.priority < priority or other.uid == uid:
                 continue
             requests = other.requests
-            if requests.scalar:
-                scalar.update(requests.scalar)
+            for resource, amount in requests.scalar.items():
+                at = scalar.setdefault(resource, {})
+                at[index] = at.get(index, 0) + amount
             cpu += requests.milli_cpu
             memory += requests.memory
             ephemeral += requests.ephemeral_storage
             count += 1
         if count:
             loads.append((index, cpu, memory, ephemeral, count))
-    return loads, frozenset(scalar)
+    return loads, scalar
 
 
 class FilterRejections(NamedTuple):
@@ -367,7 +368,7 @@ class FastPath:
             free.ephemeral[where] -= table[:, 3]
             free.pods[where] -= table[:, 4]
             free.extra = {row[0]: row[1:] for row in loads}
-            free.nominated_scalar = scalar
+            free.nominated_scalars = scalar
         self._nominated_cache = (state, (pod.uid, pod.priority), mirror.snapshot, free)
         return free
 
