@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any, cast
 
@@ -159,3 +160,53 @@ def test_the_threshold_is_held_against_every_collected_window() -> None:
         name="scheduler_pod_scheduling_sli_duration_seconds", data_bucket="Perc99"
     )
     assert threshold_verdict(_workload(1, other), windows)["met"] is None
+
+
+class _NodeServer(RecordingClient):
+    """Keeps the nodes posted to it: kwok has made them Ready, and the API server tainted them
+    not-ready, as it taints every new node; a merge patch replaces their taints."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.nodes: dict[str, dict[str, Any]] = {}
+
+    async def request(self, method: str, path: str, body: Any = None, **kwargs: Any) -> Any:
+        stored = await super().request(method, path, body, **kwargs)
+        if method == "POST" and path == "/api/v1/nodes":
+            name = body["metadata"]["name"]
+            self.nodes[name] = {
+                "metadata": {"name": name, "resourceVersion": "7"},
+                "spec": {
+                    "taints": [
+                        {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
+                        {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"},
+                    ]
+                },
+                "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+            }
+        if method == "PATCH" and path.startswith("/api/v1/nodes/"):
+            node = self.nodes[path.rsplit("/", 1)[1]]
+            node["spec"] = {"taints": body["spec"]["taints"]}
+        return stored
+
+    async def list_all(self, path: str, *args: Any, **kwargs: Any) -> tuple[list[Any], str]:
+        if path == "/api/v1/nodes":
+            return list(self.nodes.values()), "1"
+        return await super().list_all(path, *args, **kwargs)
+
+
+async def test_new_nodes_lose_the_not_ready_taint_once_ready() -> None:
+    client = _NodeServer()
+    execution = _execution(client)
+    done = await asyncio.wait_for(execution.run(Op(0, "createNodes", {"count": 2})), 10)
+    assert done["count"] == 2
+    patches = [(path, body) for method, path, body, _ in client.calls if method == "PATCH"]
+    assert sorted(path for path, _ in patches) == sorted(
+        f"/api/v1/nodes/{name}" for name in client.nodes
+    )
+    for _, body in patches:
+        assert body["metadata"] == {"resourceVersion": "7"}
+        assert body["spec"]["taints"] == [
+            {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+        ]
+    assert "Node: not-ready taint lifted by the runner once Ready" in execution.adaptations
