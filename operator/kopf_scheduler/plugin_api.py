@@ -21,7 +21,17 @@ from __future__ import annotations
 
 from kopf_scheduler.cache.node_info import HostPortUsage, ImageState, NodeInfo
 from kopf_scheduler.cache.snapshot import Snapshot
-from kopf_scheduler.cache.storage_cache import AssumeCache, AssumeConflictError, StorageCache
+from kopf_scheduler.cache.storage_cache import (
+    CLAIM_KIND,
+    CSI_NODE_KIND,
+    STORAGE_CLASS_KIND,
+    VOLUME_ATTACHMENT_KIND,
+    VOLUME_KIND,
+    AssumeCache,
+    AssumeConflictError,
+    StorageCache,
+    StorageListener,
+)
 from kopf_scheduler.framework.args import InvalidArgsError, ensure_mapping, int_arg, reject_unknown
 from kopf_scheduler.framework.cycle_state import (
     CycleState,
@@ -41,6 +51,7 @@ from kopf_scheduler.framework.interfaces import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     BatchFilter,
+    BatchFilterOverPodVolumes,
     BatchFilterPlugin,
     BatchScore,
     BatchScorePlugin,
@@ -75,10 +86,12 @@ from kopf_scheduler.framework.node_columns.mirror import (
     IntArray,
     LabelColumn,
     NodeMirror,
+    RowListener,
     ScalarColumn,
 )
 from kopf_scheduler.framework.node_columns.term_census import Role
 from kopf_scheduler.framework.node_columns.value_keys import selector_key, term_key
+from kopf_scheduler.framework.pod_nominator import nominated_pods_by_node
 from kopf_scheduler.framework.runtime import Framework, WaitingPod
 from kopf_scheduler.framework.scoring import default_normalize_score, go_div
 from kopf_scheduler.framework.status import SKIP, SUCCESS, Code, Status
@@ -94,17 +107,23 @@ from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.ports import ApiError, ConflictError, PodStatusPatch, ResourceClaimWriter
 
 __all__ = [
+    "CLAIM_KIND",
+    "CSI_NODE_KIND",
     "MAX_NODE_SCORE",
     "MIN_NODE_SCORE",
     "NODE_COLUMNS_KEY",
     "SAFE_LIMIT",
     "SKIP",
+    "STORAGE_CLASS_KIND",
     "SUCCESS",
+    "VOLUME_ATTACHMENT_KIND",
+    "VOLUME_KIND",
     "ActionType",
     "ApiError",
     "AssumeCache",
     "AssumeConflictError",
     "BatchFilter",
+    "BatchFilterOverPodVolumes",
     "BatchFilterPlugin",
     "BatchScore",
     "BatchScorePlugin",
@@ -157,6 +176,7 @@ __all__ = [
     "ReservePlugin",
     "ResourceClaimWriter",
     "Role",
+    "RowListener",
     "ScalarColumn",
     "ScoreExtensions",
     "ScorePlugin",
@@ -166,12 +186,14 @@ __all__ = [
     "StateNotFoundError",
     "Status",
     "StorageCache",
+    "StorageListener",
     "WaitingPod",
     "default_normalize_score",
     "ensure_mapping",
     "go_div",
     "go_div_array",
     "int_arg",
+    "nominated_pods_by_node",
     "reject_unknown",
     "selector_key",
     "term_key",

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from kopf_scheduler.cache.storage_cache import AssumeCache, AssumeConflictError, StorageCache
+from kopf_scheduler.cache.storage_cache import (
+    STORAGE_CLASS_KIND,
+    VOLUME_KIND,
+    AssumeCache,
+    AssumeConflictError,
+    StorageCache,
+)
 from kopf_scheduler.model.storage import PersistentVolume
 from tests.storage_builders import make_volume
 
@@ -75,3 +81,23 @@ def test_volumes_of_class_see_assumptions() -> None:
     taken = make_volume("a").storage_class("local").version("1").claimed_by("ns", "c").volume()
     storage.volumes.assume(taken)
     assert storage.volumes_of_class("local") == [taken]
+
+
+def test_the_listeners_hear_api_changes_and_not_assumptions() -> None:
+    storage = StorageCache()
+    heard: list[tuple[str, str]] = []
+
+    class Listener:
+        def storage_changed(self, kind: str, key: str) -> None:
+            heard.append((kind, key))
+
+    storage.subscribe(Listener())
+    storage.volumes.upsert(_pv("5"))
+    storage.volumes.assume(_pv("5", claimed_by="c"))
+    storage.volumes.restore("pv")
+    storage.volumes.upsert(_pv("4"))
+    storage.volumes.delete("pv")
+    storage.volumes.delete("pv")
+    storage.changed(STORAGE_CLASS_KIND, "fast")
+
+    assert heard == [(VOLUME_KIND, "pv"), (VOLUME_KIND, "pv"), (STORAGE_CLASS_KIND, "fast")]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from kopf_scheduler.cache.storage_cache import StorageCache
 from kopf_scheduler.framework.cycle_state import CycleState
 from kopf_scheduler.framework.handle import Handle
+from kopf_scheduler.framework.node_columns.columns import NodeColumns
 from kopf_scheduler.framework.status import SUCCESS, Code, Status
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.plugins.volume_binding import REASON_BIND_CONFLICT
@@ -20,6 +21,7 @@ from tests.plugins.volume_binding_support import (
     StorageObject,
     add,
     chosen,
+    deliver,
     filter_all,
     handle_with,
     node,
@@ -263,3 +265,23 @@ def test_newer_api_object_replaces_the_assumption() -> None:
         updated(api, lambda raw: raw["metadata"].update(labels={"x": "y"}))
     )
     assert _claim_ref(handle.storage, "pv-1") is None
+
+
+def test_reserve_after_the_batch_form_finds_the_decisions_filter_would_have_left() -> None:
+    """The batch form passes every node with the same decisions (none, all claims being
+    bound); Reserve reads them for the chosen node as after the per-node Filter, so a claim
+    unbound in between leaves the pod not all bound, for PreBind to wait on."""
+    claim = make_claim("pvc-a").storage_class(WAIT).bound_to("pv-a").claim()
+    handle, plugin = _setup(
+        claim, make_volume("pv-a").storage_class(WAIT).claimed_by("default", "pvc-a", "uid")
+    )
+    pod = make_pod("pod-a").claim("pvc-a").pod()
+    state = CycleState()
+    _, status = plugin.pre_filter(state, pod, handle.snapshot.node_info_list)
+    assert status == SUCCESS
+    columns = NodeColumns()
+    columns.mirror.sync(handle.snapshot)
+    assert plugin.filter_nodes(state, pod, columns, columns.free_columns()) is None
+    deliver(handle.storage, updated(claim, lambda raw: raw["spec"].pop("volumeName")))
+    assert plugin.reserve(state, pod, "node1") == SUCCESS
+    assert not state.read(STATE_KEY).all_bound

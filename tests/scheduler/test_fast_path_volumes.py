@@ -15,14 +15,18 @@ provisioned, immediate-unbound, missing and ReadWriteOncePod claims, generic eph
 volumes no plugin checks (emptyDir, configMap). Each pod is scheduled with the fast path and
 without it over the same cache and storage, and every attempt must agree on the chosen node, the
 evaluated and feasible nodes, every node's status and reasons, the scores, the FitError and the
-preemption dry runs. An attempt whose PreFilter left any of the volume plugins (or NodePorts,
-DynamicResources) unskipped must not be served by the fast path; one where all of them skipped
-must be, unless the attempt failed with an error or its node set was narrowed. Placements are
-assumed, so later pods see the claims and disks of earlier ones.
+preemption dry runs. An attempt whose PreFilter left VolumeRestrictions, VolumeZone, NodePorts
+or DynamicResources unskipped must not be served by the fast path; one where all of them and the
+two volume plugins with a batch form (VolumeBinding, NodeVolumeLimits) skipped must be, unless
+the attempt failed with an error or its node set was narrowed; the batch forms serve the pods
+they model and decline the others. Placements are assumed, so later pods see the claims and
+disks of earlier ones.
 
-The unit tests below pin both sides down: pods with volumes no plugin checks are served, and for
-each volume plugin a pod it alone checks (the other volume plugins skip it or are disabled in the
-profile), rejected by it on some node, is left to the per-node path.
+The unit tests below pin both sides down: pods with volumes no plugin checks are served; a pod
+only VolumeBinding (all claims bound) or NodeVolumeLimits (CSI volumes) checks is served, with the
+rejections the per-node path gives, also after the storage objects changed; and for each of the
+other volume plugins, and for what the batch forms do not model, a pod rejected on some node is
+left to the per-node path.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kopf_scheduler.cache.storage_cache import StorageCache
+from kopf_scheduler.cache.storage_cache import CSI_NODE_KIND, VOLUME_ATTACHMENT_KIND, StorageCache
 from kopf_scheduler.config.types import PluginRef, PluginSet, Profile
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.storage import MIGRATED_PLUGINS_ANNOTATION, CSINode, VolumeAttachment
@@ -105,7 +109,9 @@ VOLUME_PLUGINS = frozenset(
         volume_zone.NAME,
     }
 )
-SKIPPED_ONLY = VOLUME_PLUGINS | {node_ports.NAME, dynamic_resources.NAME}
+BATCH_VOLUME_PLUGINS = frozenset({node_volume_limits.NAME, volume_binding_plugin.NAME})
+"""The volume plugins with a batch form: the fast path may serve pods they check."""
+SKIPPED_ONLY = (VOLUME_PLUGINS - BATCH_VOLUME_PLUGINS) | {node_ports.NAME, dynamic_resources.NAME}
 """The Filter plugins the fast path may stand in for only when their PreFilter skipped them."""
 
 # ---------------------------------------------------------------------------------------------
@@ -349,11 +355,12 @@ def run_both_with_volumes(volume_world: VolumeWorld, seed: int) -> None:
         assert fast.rng.getstate() == reference.rng.getstate()
         was_served = fast.fast_path.used_filter - used
         rejected_at_pre_filter = fit is not None and bool(fit.diagnosis.pre_filter_msg)
-        present = {plugin.name for plugin in setup.framework.plugins.filter} & SKIPPED_ONLY
-        all_skipped = present <= state.skip_filter_plugins
+        present = {plugin.name for plugin in setup.framework.plugins.filter}
+        all_skipped = present & SKIPPED_ONLY <= state.skip_filter_plugins
+        batch_forms_skipped = present & BATCH_VOLUME_PLUGINS <= state.skip_filter_plugins
         if rejected_at_pre_filter or not all_skipped:
             assert was_served == 0, "the fast path served a pod a volume plugin checks"
-        elif outcome[0] != "error" and not _narrowed(pod):
+        elif outcome[0] != "error" and not _narrowed(pod) and batch_forms_skipped:
             assert was_served == 1, "the fast path did not serve a pod every plugin skipped"
         if fit is not None:
             compare_dry_runs(setup, state, pod, fit, seed + number)
@@ -430,7 +437,12 @@ def _zoned_claim(volume_setup: str) -> list[StorageObject]:
 def _served(world: World, objects: list[StorageObject]) -> tuple[int, tuple[Any, ...], set[str]]:
     """(attempts the fast path served, the last outcome, the plugins the last attempt skipped);
     every outcome must equal the per-node path's."""
-    setup = build_with_storage(world, add(StorageCache(), *objects))
+    return _served_with(world, add(StorageCache(), *objects))
+
+
+def _served_with(world: World, storage: StorageCache) -> tuple[int, tuple[Any, ...], set[str]]:
+    """:func:`_served` over a storage cache made by the caller."""
+    setup = build_with_storage(world, storage)
     fast = Algorithm(random.Random(1))
     reference = Algorithm(random.Random(1), fast_path=False)
     assert fast.fast_path is not None
@@ -508,11 +520,15 @@ def _rejections(outcome: tuple[Any, ...]) -> dict[str, tuple[str, ...]]:
                 [_pod().claim("data").obj()],
                 profile=_without(volume_zone.NAME, node_volume_limits.NAME),
             ),
-            _zoned_claim("affinity"),
+            [
+                make_class(WAIT).wait_for_first_consumer(),
+                make_volume("pv-free").storage_class(WAIT).csi(EBS).node_affinity(ZONE, "a"),
+                make_claim("data").storage_class(WAIT),
+            ],
             volume_binding_plugin.NAME,
-            volume_binding_plugin.REASON_NODE_CONFLICT,
+            volume_binding_plugin.REASON_BIND_CONFLICT,
             {"n1", "n2", "n4", "n5"},
-            id="volume-binding-bound-claim",
+            id="volume-binding-delay-binding-claim",
         ),
     ],
 )
@@ -528,3 +544,162 @@ def test_a_volume_plugin_that_did_not_skip_sends_the_attempt_to_the_per_node_pat
     assert VOLUME_PLUGINS - {plugin} - _disabled(world.profile) <= skipped
     assert {name for name, reasons in _rejections(outcome).items() if reason in reasons} == rejected
     assert served == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# The two volume plugins with a batch form.
+
+
+def _csi_claim(name: str) -> list[StorageObject]:
+    """The claim ``name`` bound to a CSI PV ``pv-<name>`` of its own (the handle is its name)."""
+    return [
+        make_volume(f"pv-{name}")
+        .storage_class(WAIT)
+        .csi(EBS, name)
+        .claimed_by("default", name, f"pvc-uid-default-{name}")
+        .phase("Bound"),
+        make_claim(name).bound_to(f"pv-{name}"),
+    ]
+
+
+def _limited(limit: int) -> list[StorageObject]:
+    """Every node of :func:`_cluster` attaches at most ``limit`` EBS volumes."""
+    return [csi_node(f"n{i}", {EBS: limit}, "") for i in range(6)]
+
+
+def test_a_pod_whose_claims_are_bound_is_served_with_the_node_affinity_rejections() -> None:
+    world = _cluster(
+        [_pod().claim("data").obj()], profile=_without(volume_zone.NAME, node_volume_limits.NAME)
+    )
+    served, outcome, skipped = _served(world, _zoned_claim("affinity"))
+    assert volume_binding_plugin.NAME not in skipped
+    reason = volume_binding_plugin.REASON_NODE_CONFLICT
+    assert {name for name, reasons in _rejections(outcome).items() if reason in reasons} == {
+        "n1",
+        "n2",
+        "n4",
+        "n5",
+    }
+    assert served == 1
+
+
+def test_a_pod_with_csi_volumes_is_served_with_the_attach_limit_rejections() -> None:
+    """n0 holds a pod with another EBS volume, n1 an attachment of one: at a limit of one
+    volume, both are full; the others are not."""
+    world = _cluster(
+        [_pod().claim("data").obj()],
+        running=[make_pod("holder").node("n0").claim("held").obj()],
+    )
+    objects = [
+        make_class(WAIT).wait_for_first_consumer(),
+        *_csi_claim("data"),
+        *_csi_claim("held"),
+        *_csi_claim("attached"),
+        *_limited(1),
+    ]
+    storage = add(StorageCache(), *objects)
+    storage.attachments["va"] = make_attachment("va", EBS, "n1", "pv-attached")
+    served, outcome, skipped = _served_with(world, storage)
+    assert {volume_binding_plugin.NAME, node_volume_limits.NAME}.isdisjoint(skipped)
+    reason = node_volume_limits.REASON_MAX_VOLUME_COUNT
+    assert {name for name, reasons in _rejections(outcome).items() if reason in reasons} == {
+        "n0",
+        "n1",
+    }
+    assert served == 1
+
+
+def test_a_volume_already_used_on_a_node_takes_no_slot_there() -> None:
+    world = _cluster(
+        [_pod().claim("data").obj()],
+        running=[make_pod("sharer").node("n0").claim("data").obj()],
+    )
+    objects = [make_class(WAIT).wait_for_first_consumer(), *_csi_claim("data"), *_limited(1)]
+    served, outcome, _ = _served(world, objects)
+    assert outcome[0] == "scheduled"
+    assert _rejections(outcome) == {}
+    assert served == 1
+
+
+def test_the_attach_counts_follow_the_storage_objects_after_the_first_attempt() -> None:
+    """The counts are kept between attempts: an attachment, a claim bound anew and a lowered
+    limit, each told by the storage cache, change the next attempt's rejections."""
+    world = _cluster(
+        [_pod("first").claim("data").obj(), _pod("second").claim("data").obj()],
+        running=[
+            make_pod("holder").node("n2").claim("held").obj(),
+            make_pod("waiter").node("n3").claim("later").obj(),
+        ],
+    )
+    objects = [
+        make_class(WAIT).wait_for_first_consumer(),
+        *_csi_claim("data"),
+        *_csi_claim("held"),
+        *_csi_claim("attached"),
+        make_claim("later").storage_class(WAIT),
+        *_limited(2),
+    ]
+    setup = build_with_storage(world, add(StorageCache(), *objects))
+    storage = setup.framework.handle.storage
+    fast = Algorithm(random.Random(1))
+    reference = Algorithm(random.Random(1), fast_path=False)
+    assert fast.fast_path is not None
+    first = Pod(world.pending[0])
+    outcome, _, _ = attempt(fast, setup, first)
+    assert outcome == attempt(reference, setup, first)[0]
+    assert _rejections(outcome) == {}
+
+    storage.attachments["va"] = make_attachment("va", EBS, "n2", "pv-attached")
+    storage.changed(VOLUME_ATTACHMENT_KIND, "va")
+    storage.claims.upsert(make_claim("later").bound_to("pv-later").claim())
+    storage.volumes.upsert(
+        make_volume("pv-later").csi(EBS, "later").claimed_by("default", "later").volume()
+    )
+    storage.csi_nodes["n3"] = csi_node("n3", {EBS: 1}, "")
+    storage.changed(CSI_NODE_KIND, "n3")
+    storage.csi_nodes["n4"] = csi_node("n4", {EBS: 0}, "")
+    storage.changed(CSI_NODE_KIND, "n4")
+
+    second = Pod(world.pending[1])
+    outcome, _, _ = attempt(fast, setup, second)
+    assert outcome == attempt(reference, setup, second)[0]
+    reason = node_volume_limits.REASON_MAX_VOLUME_COUNT
+    assert {name for name, reasons in _rejections(outcome).items() if reason in reasons} == {
+        "n2",
+        "n3",
+        "n4",
+    }
+    assert fast.fast_path.used_filter == 2
+
+
+def test_preemption_dry_runs_count_the_volumes_of_the_pods_they_take_off() -> None:
+    """n0 attaches one EBS volume, ``data``, which its low-priority pod uses; the preemptor
+    uses it too, so it is free there while that pod stays. Taking the pod off leaves the
+    attachment alone, and the preemptor's volume then counts on top of it: n0 fits only with
+    the pod the preemptor would need gone (for cpu), so it has no victims to offer."""
+    world = World(
+        [make_node("n0").capacity(cpu="1", memory="1Gi", pods=10).obj()],
+        [make_pod("low").node("n0").req(cpu="800m").claim("data").obj()],
+        [],
+        [],
+        [_pod("high").req(cpu="500m").priority(100).claim("data").obj()],
+        None,
+        Profile(),
+    )
+    storage = add(
+        StorageCache(),
+        make_class(WAIT).wait_for_first_consumer(),
+        *_csi_claim("data"),
+        csi_node("n0", {EBS: 1}, ""),
+    )
+    storage.attachments["va"] = make_attachment("va", EBS, "n0", "pv-data")
+    setup = build_with_storage(world, storage)
+    fast = Algorithm(random.Random(1))
+    assert fast.fast_path is not None
+    setup.framework.dry_run_accelerator = VictimSearch(fast.fast_path)
+    pod = Pod(world.pending[0])
+    outcome, state, fit = attempt(fast, setup, pod)
+    assert outcome[0] == "fit"
+    assert fit is not None
+    assert node_volume_limits.NAME not in state.skip_filter_plugins
+    compare_dry_runs(setup, state, pod, fit, 0)

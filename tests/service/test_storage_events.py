@@ -192,6 +192,30 @@ def test_add_update_delete_reach_the_cache_and_raise_the_kinds_events(kind: Kind
     assert (delete_old.key, delete_old.resource_version) == (kind.key, "11")
 
 
+@dataclass
+class RecordingListener:
+    heard: list[tuple[str, str]] = field(default_factory=list)
+
+    def storage_changed(self, kind: str, key: str) -> None:
+        self.heard.append((kind, key))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_storage_listeners_hear_every_change_of_every_kind(kind: Kind) -> None:
+    handlers, store = handlers_with(RecordingQueue())
+    listener = RecordingListener()
+    store.storage.subscribe(listener)
+    first = at_version(kind.raw(), "10")
+
+    handlers.route(kind.name)(ADDED, first)
+    handlers.route(kind.name)(ADDED, first)
+    handlers.route(kind.name)(MODIFIED, at_version(first, "11"))
+    handlers.route(kind.name)(DELETED, first)
+    handlers.route(kind.name)(DELETED, first)
+
+    assert listener.heard == [(kind.name, kind.key)] * 3
+
+
 @pytest.mark.parametrize(
     ("kind", "raw", "label"),
     [

@@ -8,11 +8,17 @@ pods of the same burst see the PV as taken. An assumption stands until the watch
 newer version of the object (the API server has caught up with the write) or until the plugin
 restores the object (Unreserve, a failed write). This is upstream's assume cache: an informer
 event with a resourceVersion not newer than the assumed one is ignored for the reading side.
+
+Indexes derived from the storage objects (the volumes attached per node that NodeVolumeLimits
+keeps) subscribe as :class:`StorageListener` and hear the kind and key of every object whose API
+version was added, changed or deleted. The claim and volume shelves tell them by themselves; the
+other shelves are plain dictionaries, and whoever writes one calls :meth:`StorageCache.changed`
+after the write (the watch handlers do). Assumptions change no API version and are not told.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Generic, Protocol, TypeVar
 
 from kopf_scheduler.model.storage import (
@@ -37,6 +43,21 @@ class _Versioned(Protocol):
 
 T = TypeVar("T", bound=_Versioned)
 
+CLAIM_KIND = "PersistentVolumeClaim"
+VOLUME_KIND = "PersistentVolume"
+STORAGE_CLASS_KIND = "StorageClass"
+CSI_NODE_KIND = "CSINode"
+CSI_DRIVER_KIND = "CSIDriver"
+CSI_STORAGE_CAPACITY_KIND = "CSIStorageCapacity"
+VOLUME_ATTACHMENT_KIND = "VolumeAttachment"
+
+
+class StorageListener(Protocol):
+    """An index kept in step with the storage objects as the API reports them."""
+
+    def storage_changed(self, kind: str, key: str) -> None:
+        """The API object ``kind``/``key`` was added, changed or deleted."""
+
 
 class AssumeConflictError(Exception):
     """An assumption based on an older version than the one already known."""
@@ -45,9 +66,11 @@ class AssumeConflictError(Exception):
 class AssumeCache(Generic[T]):
     """The latest object per key (assumed or from the API) and the latest API object."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_change: Callable[[str], None] | None = None) -> None:
         self._latest: dict[str, T] = {}
         self._api: dict[str, T] = {}
+        self._on_change = on_change
+        """Called with the key of every API object added, changed or deleted."""
 
     def get(self, key: str) -> T | None:
         """The object as the scheduler should see it: the assumption if one stands."""
@@ -72,10 +95,14 @@ class AssumeCache(Generic[T]):
             return
         self._latest[obj.key] = obj
         self._api[obj.key] = obj
+        if self._on_change is not None:
+            self._on_change(obj.key)
 
     def delete(self, key: str) -> None:
         self._latest.pop(key, None)
-        self._api.pop(key, None)
+        known = self._api.pop(key, None)
+        if known is not None and self._on_change is not None:
+            self._on_change(key)
 
     def assume(self, obj: T) -> None:
         """Make ``obj`` what the scheduler sees until the API catches up or it is restored."""
@@ -109,9 +136,14 @@ class StorageCache:
     """Every storage object the volume plugins read; fed by the watches (or the simulator)."""
 
     def __init__(self) -> None:
-        self.claims: AssumeCache[PersistentVolumeClaim] = AssumeCache()
+        self._listeners: list[StorageListener] = []
+        self.claims: AssumeCache[PersistentVolumeClaim] = AssumeCache(
+            lambda key: self.changed(CLAIM_KIND, key)
+        )
         """By ``namespace/name``."""
-        self.volumes: AssumeCache[PersistentVolume] = AssumeCache()
+        self.volumes: AssumeCache[PersistentVolume] = AssumeCache(
+            lambda key: self.changed(VOLUME_KIND, key)
+        )
         """By name."""
         self.classes: dict[str, StorageClass] = {}
         self.csi_nodes: dict[str, CSINode] = {}
@@ -119,6 +151,16 @@ class StorageCache:
         self.capacities: dict[str, CSIStorageCapacity] = {}
         """By ``namespace/name``."""
         self.attachments: dict[str, VolumeAttachment] = {}
+
+    def subscribe(self, listener: StorageListener) -> None:
+        """Tell ``listener`` about every API object changed from now on."""
+        self._listeners.append(listener)
+
+    def changed(self, kind: str, key: str) -> None:
+        """Tell the listeners that the API object ``kind``/``key`` was added, changed or
+        deleted (``kind`` is one of the constants above)."""
+        for listener in self._listeners:
+            listener.storage_changed(kind, key)
 
     def claim(self, namespace: str, name: str) -> PersistentVolumeClaim | None:
         return self.claims.get(f"{namespace}/{name}")

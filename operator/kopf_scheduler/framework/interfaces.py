@@ -183,6 +183,12 @@ class BatchFilter(Protocol):
         when the attempt is outside what the arithmetic models."""
 
 
+class BatchFilterOverPodVolumes:
+    """Base of a batch Filter whose verdict on a node reads the volumes of the node's pods
+    (NodeVolumeLimits' attach counts). Taking pods off a node changes such a verdict, so
+    preemption's dry runs without clones step aside while one is active."""
+
+
 @runtime_checkable
 class BatchResourceFit(BatchFilter, Protocol):
     """A batch Filter whose verdict depends on a node's pods only through the amounts they

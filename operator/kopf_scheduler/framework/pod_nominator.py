@@ -7,6 +7,7 @@ nominator implements this; :class:`NoNominations` stands in where there is no qu
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -33,3 +34,18 @@ class NoNominations:
 
     def delete_nominated_pod_if_exists(self, pod: Pod) -> None:
         return None
+
+    def nominated_pods_by_node(self) -> Iterable[tuple[str, list[Pod]]]:
+        return ()
+
+
+def nominated_pods_by_node(
+    nominator: PodNominator, node_names: Iterable[str]
+) -> Iterable[tuple[str, list[Pod]]]:
+    """Every node's nominated pods: only the nodes with nominations when the nominator can list
+    them (the queue's can), else each of ``node_names`` asked in turn."""
+    by_node = getattr(nominator, "nominated_pods_by_node", None)
+    if callable(by_node):
+        listed: Iterable[tuple[str, list[Pod]]] = by_node()
+        return listed
+    return ((name, nominator.nominated_pods_for_node(name)) for name in node_names)

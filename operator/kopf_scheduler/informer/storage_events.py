@@ -15,7 +15,17 @@ from typing import Any, Protocol
 
 import structlog
 
-from kopf_scheduler.cache.storage_cache import AssumeCache, StorageCache
+from kopf_scheduler.cache.storage_cache import (
+    CLAIM_KIND,
+    CSI_DRIVER_KIND,
+    CSI_NODE_KIND,
+    CSI_STORAGE_CAPACITY_KIND,
+    STORAGE_CLASS_KIND,
+    VOLUME_ATTACHMENT_KIND,
+    VOLUME_KIND,
+    AssumeCache,
+    StorageCache,
+)
 from kopf_scheduler.framework.events import ActionType, EventResource, object_event
 from kopf_scheduler.informer.raw_metadata import object_key, resource_version
 from kopf_scheduler.model import storage as storage_model
@@ -64,8 +74,12 @@ class _AssumedShelf:
 
 
 class _DictShelf:
-    def __init__(self, objects: dict[str, Any]) -> None:
+    """The other kinds: a dictionary of the cache, and the cache's listeners told of writes."""
+
+    def __init__(self, storage: StorageCache, objects: dict[str, Any], kind: str) -> None:
+        self._storage = storage
         self._objects = objects
+        self._kind = kind
 
     def known(self, key: str) -> StorageObject | None:
         found: StorageObject | None = self._objects.get(key)
@@ -73,9 +87,11 @@ class _DictShelf:
 
     def put(self, obj: Any) -> None:
         self._objects[obj.key] = obj
+        self._storage.changed(self._kind, obj.key)
 
     def drop(self, key: str) -> None:
-        self._objects.pop(key, None)
+        if self._objects.pop(key, None) is not None:
+            self._storage.changed(self._kind, key)
 
 
 @dataclass(frozen=True)
@@ -87,40 +103,42 @@ class _StorageKind:
 
 
 STORAGE_KINDS: Mapping[str, _StorageKind] = {
-    "PersistentVolumeClaim": _StorageKind(
+    CLAIM_KIND: _StorageKind(
         storage_model.PersistentVolumeClaim,
         EventResource.PERSISTENT_VOLUME_CLAIM,
         lambda storage: _AssumedShelf(storage.claims),
         namespaced=True,
     ),
-    "PersistentVolume": _StorageKind(
+    VOLUME_KIND: _StorageKind(
         storage_model.PersistentVolume,
         EventResource.PERSISTENT_VOLUME,
         lambda storage: _AssumedShelf(storage.volumes),
     ),
-    "StorageClass": _StorageKind(
+    STORAGE_CLASS_KIND: _StorageKind(
         storage_model.StorageClass,
         EventResource.STORAGE_CLASS,
-        lambda storage: _DictShelf(storage.classes),
+        lambda storage: _DictShelf(storage, storage.classes, STORAGE_CLASS_KIND),
     ),
-    "CSINode": _StorageKind(
-        storage_model.CSINode, EventResource.CSI_NODE, lambda storage: _DictShelf(storage.csi_nodes)
+    CSI_NODE_KIND: _StorageKind(
+        storage_model.CSINode,
+        EventResource.CSI_NODE,
+        lambda storage: _DictShelf(storage, storage.csi_nodes, CSI_NODE_KIND),
     ),
-    "CSIDriver": _StorageKind(
+    CSI_DRIVER_KIND: _StorageKind(
         storage_model.CSIDriver,
         EventResource.CSI_DRIVER,
-        lambda storage: _DictShelf(storage.csi_drivers),
+        lambda storage: _DictShelf(storage, storage.csi_drivers, CSI_DRIVER_KIND),
     ),
-    "CSIStorageCapacity": _StorageKind(
+    CSI_STORAGE_CAPACITY_KIND: _StorageKind(
         storage_model.CSIStorageCapacity,
         EventResource.CSI_STORAGE_CAPACITY,
-        lambda storage: _DictShelf(storage.capacities),
+        lambda storage: _DictShelf(storage, storage.capacities, CSI_STORAGE_CAPACITY_KIND),
         namespaced=True,
     ),
-    "VolumeAttachment": _StorageKind(
+    VOLUME_ATTACHMENT_KIND: _StorageKind(
         storage_model.VolumeAttachment,
         EventResource.VOLUME_ATTACHMENT,
-        lambda storage: _DictShelf(storage.attachments),
+        lambda storage: _DictShelf(storage, storage.attachments, VOLUME_ATTACHMENT_KIND),
     ),
 }
 """Every storage kind the scheduler watches: its view, its cluster events, its cache.

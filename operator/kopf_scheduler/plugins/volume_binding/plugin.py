@@ -6,7 +6,9 @@
   skips the plugin. Otherwise it records the pod's claims for Filter.
 - Filter answers per node (:mod:`.decisions`) and keeps each fitting node's decisions in the
   cycle state for Reserve; its rejections are UnschedulableAndUnresolvable, so preemption never
-  picks such a node.
+  picks such a node. When every claim of the pod is bound, the decisions are the same (none) on
+  every node and only the bound PVs' node affinity tells nodes apart: the batch form
+  (:mod:`.batch`) answers for all nodes at once from the node label columns.
 - Score: upstream's plugin is a Score plugin, but it scores only behind the alpha
   ``StorageCapacityScoring`` gate. With the gate off its PreScore always skips, so it is listed
   among the score plugins and never contributes; this one does the same.
@@ -26,6 +28,7 @@ from typing import Any, ClassVar
 from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.plugins.volume_binding.args import Args
+from kopf_scheduler.plugins.volume_binding.batch import nodes_admitting_bound_volumes
 from kopf_scheduler.plugins.volume_binding.claims import (
     PodVolumeClaims,
     claims_rejection,
@@ -51,12 +54,18 @@ NO_CLAIMS = PodVolumeClaims((), (), (), {})
 class VolumeBindingState:
     """The pod's claims, each fitting node's decisions, and whether Reserve found all bound."""
 
-    __slots__ = ("all_bound", "claims", "pod_volumes_by_node")
+    __slots__ = ("all_bound", "claims", "pod_volumes_by_node", "pod_volumes_on_any_node")
 
     def __init__(self, claims: PodVolumeClaims) -> None:
         self.claims = claims
         self.pod_volumes_by_node: dict[str, PodVolumes] = {}
+        self.pod_volumes_on_any_node: PodVolumes | None = None
+        """The decisions of every node the batch form passed (they are the same everywhere)."""
         self.all_bound = False
+
+    def pod_volumes_on(self, node_name: str) -> PodVolumes | None:
+        found = self.pod_volumes_by_node.get(node_name)
+        return found if found is not None else self.pod_volumes_on_any_node
 
     def clone(self) -> VolumeBindingState:
         return self
@@ -118,6 +127,21 @@ class VolumeBinding:
         data.pod_volumes_by_node[node.name] = volumes
         return api.SUCCESS
 
+    def batch_filter(self) -> VolumeBinding:
+        return self
+
+    def filter_nodes(
+        self, state: api.CycleState, pod: Pod, nodes: api.NodeColumns, free: api.FreeColumns
+    ) -> api.NodeRejections | None:
+        data = state.get(STATE_KEY)
+        if data is None or data.claims.delay_binding:
+            raise api.Fallback
+        admitted = nodes_admitting_bound_volumes(data.claims.bound, nodes, self._handle.storage)
+        data.pod_volumes_on_any_node = PodVolumes()
+        if admitted is None or admitted.all():
+            return None
+        return api.NodeRejections(~admitted)
+
     # PreScore / Score: listed, never scoring (capacity scoring is an alpha gate) ----------
 
     def pre_score(self, state: api.CycleState, pod: Pod, nodes: list[api.NodeInfo]) -> api.Status:
@@ -137,7 +161,7 @@ class VolumeBinding:
         data = state.get(STATE_KEY)
         if data is None:
             return api.Status(api.Code.ERROR, STATE_NOT_FOUND)
-        volumes = data.pod_volumes_by_node.get(node_name)
+        volumes = data.pod_volumes_on(node_name)
         if volumes is None:
             data.all_bound = True
             return api.SUCCESS
@@ -151,7 +175,7 @@ class VolumeBinding:
 
     def unreserve(self, state: api.CycleState, pod: Pod, node_name: str) -> None:
         data = state.get(STATE_KEY)
-        volumes = data.pod_volumes_by_node.get(node_name) if data is not None else None
+        volumes = data.pod_volumes_on(node_name) if data is not None else None
         if volumes is not None:
             revert_assumed_pod_volumes(self._handle.storage, volumes)
 
@@ -163,7 +187,7 @@ class VolumeBinding:
             return api.Status(api.Code.ERROR, STATE_NOT_FOUND)
         if data.all_bound:
             return api.SUCCESS
-        volumes = data.pod_volumes_by_node.get(node_name)
+        volumes = data.pod_volumes_on(node_name)
         if volumes is None:
             return api.Status(api.Code.ERROR, f'no pod volume found for node "{node_name}"')
         try:

@@ -33,7 +33,7 @@ status), the engine returns ``None`` and the caller runs the per-node path inste
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import NamedTuple
@@ -47,6 +47,7 @@ from kopf_scheduler.framework.interfaces import (
     MAX_NODE_SCORE,
     MAX_REJECTION_REASONS,
     BatchFilter,
+    BatchFilterOverPodVolumes,
     BatchResourceFit,
     NodeRejections,
 )
@@ -54,7 +55,7 @@ from kopf_scheduler.framework.node_columns.columns import NODE_COLUMNS_KEY, Node
 from kopf_scheduler.framework.node_columns.fallback import Fallback
 from kopf_scheduler.framework.node_columns.free_capacity import FreeColumns
 from kopf_scheduler.framework.node_columns.mirror import SAFE_LIMIT, IntArray, NodeMirror
-from kopf_scheduler.framework.pod_nominator import PodNominator
+from kopf_scheduler.framework.pod_nominator import PodNominator, nominated_pods_by_node
 from kopf_scheduler.framework.runtime import Framework
 from kopf_scheduler.framework.status import Code, Status
 from kopf_scheduler.framework.types import NodePluginScores, NodeToStatus
@@ -108,18 +109,6 @@ class ScoreResult:
         return result
 
 
-def _nominated_pods_by_node(
-    nominator: PodNominator, mirror: NodeMirror
-) -> Iterable[tuple[str, list[Pod]]]:
-    """Every node's nominated pods, walking only the nodes with nominations when the nominator
-    can list them."""
-    by_node = getattr(nominator, "nominated_pods_by_node", None)
-    if callable(by_node):
-        listed: Iterable[tuple[str, list[Pod]]] = by_node()
-        return listed
-    return ((name, nominator.nominated_pods_for_node(name)) for name in mirror.names)
-
-
 def _nominated_loads(
     nominator: PodNominator, mirror: NodeMirror, pod: Pod
 ) -> tuple[list[tuple[int, int, int, int, int]], dict[str, dict[int, int]]]:
@@ -131,7 +120,7 @@ def _nominated_loads(
     uid = pod.uid
     loads: list[tuple[int, int, int, int, int]] = []
     scalar: dict[str, dict[int, int]] = {}
-    for name, pods in _nominated_pods_by_node(nominator, mirror):
+    for name, pods in nominated_pods_by_node(nominator, mirror.names):
         index = position.get(name)
         if index is None:
             continue
@@ -397,7 +386,8 @@ class FastPath:
         raises :class:`Fallback` when one of them cannot be evaluated for this pod.
 
         Without ``free`` (the node's pods are about to change) the resource-fit Filters
-        (:class:`~kopf_scheduler.framework.interfaces.BatchResourceFit`) are left out.
+        (:class:`~kopf_scheduler.framework.interfaces.BatchResourceFit`) are left out, and a
+        Filter that reads the volumes of the node's pods makes the attempt fall back.
         """
         failures: list[FilterRejections] = []
         skip = state.skip_filter_plugins
@@ -410,6 +400,8 @@ class FastPath:
             if free is None:
                 if isinstance(batch, BatchResourceFit):
                     continue
+                if isinstance(batch, BatchFilterOverPodVolumes):
+                    raise Fallback
                 rejections = batch.filter_nodes(state, pod, columns, columns.free_columns())
             else:
                 rejections = batch.filter_nodes(state, pod, columns, free)

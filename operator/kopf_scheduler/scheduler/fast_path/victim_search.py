@@ -4,13 +4,13 @@ Upstream's victim search on one node removes every lower-priority pod from a cop
 checks that the preemptor fits, then adds the pods back most important first and keeps as
 victims those that make it stop fitting. Each check runs every Filter plugin (with the node's
 nominated pods of equal or higher priority counted). When every Filter plugin that runs has a
-batch form, no PreFilter extension keeps per-pod state, and the node passes the Filters that do
-not look at its pods (cordon, taints, node affinity), the only check that depends on the pods
-is the resource-fit one (:class:`~kopf_scheduler.framework.interfaces.BatchResourceFit`):
-arithmetic on the node's requested amounts and pod count, plus those of the counted nominated
-pods. That arithmetic is done here directly on the snapshot's numbers, in the same order, with
-the same importance sort and PodDisruptionBudget split, so the victims are the ones the plugins
-would pick.
+batch form, no PreFilter extension keeps per-pod state, no Filter reads the volumes of the
+node's pods (NodeVolumeLimits), and the node passes the Filters that do not look at its pods
+(cordon, taints, node affinity), the only check that depends on the pods is the resource-fit
+one (:class:`~kopf_scheduler.framework.interfaces.BatchResourceFit`): arithmetic on the node's
+requested amounts and pod count, plus those of the counted nominated pods. That arithmetic is
+done here directly on the snapshot's numbers, in the same order, with the same importance sort
+and PodDisruptionBudget split, so the victims are the ones the plugins would pick.
 
 When the preemptor does not fit even with every candidate victim gone, the node's status is the
 resource-fit rejection, which depends only on what falls short: the first node with a given
