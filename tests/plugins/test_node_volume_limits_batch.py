@@ -38,6 +38,7 @@ from kopf_scheduler.framework.status import Code
 from kopf_scheduler.framework.types import NominatingInfo
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.model.storage import MIGRATED_PLUGINS_ANNOTATION, CSINode
 from kopf_scheduler.plugins.node_volume_limits import REASON_MAX_VOLUME_COUNT, NodeVolumeLimits
 from kopf_scheduler.queue.nominator import Nominator
 from tests.builders import PodBuilder, make_node, make_pod
@@ -287,17 +288,33 @@ def _declines(cluster: Cluster, pod: Pod) -> bool:
     [
         pytest.param(_pod("p", ("s0",)), False, id="bound-csi-claim"),
         pytest.param(_pod("p", ("absent",)), True, id="missing-claim"),
-        pytest.param(
-            make_pod("p").volume("ebs", awsElasticBlockStore={"volumeID": "vol-1"}),
-            True,
-            id="inline-in-tree-volume",
-        ),
     ],
 )
 def test_the_incoming_pod_must_be_countable_without_the_node(
     pod: PodBuilder, declines: bool
 ) -> None:
     assert _declines(_limited_cluster([]), pod.pod()) is declines
+
+
+IN_TREE_EBS = "kubernetes.io/aws-ebs"
+
+
+@pytest.mark.parametrize("migrated", [False, True], ids=["none-migrated", "n2-migrated"])
+def test_an_in_tree_volume_is_counted_without_the_node_while_no_node_migrates(
+    migrated: bool,
+) -> None:
+    """An inline EBS volume counts under the EBS CSI driver on a node that migrated the in-tree
+    plugin, and not at all elsewhere: the batch form serves it only while no node migrates."""
+    cluster = _limited_cluster([("n2", ["s0"])])
+    if migrated:
+        raw = make_csi_node("n2", {EBS: 1}).raw
+        raw["metadata"]["annotations"] = {MIGRATED_PLUGINS_ANNOTATION: IN_TREE_EBS}
+        cluster.storage.csi_nodes["n2"] = CSINode(raw)
+        cluster.storage.changed(CSI_NODE_KIND, "n2")
+    pod = make_pod("p").volume("ebs", awsElasticBlockStore={"volumeID": "vol-1"}).pod()
+    assert _declines(cluster, pod) is migrated
+    if not migrated:
+        _compare(cluster, pod)
 
 
 def test_a_node_with_limits_holding_an_uncountable_pod_is_left_to_the_filter() -> None:

@@ -7,7 +7,8 @@ there) are decided from their own entry instead.
 
 The batch form declines (``Fallback``), leaving the attempt to the per-node Filter, when:
 - the incoming pod's volumes cannot be counted (a missing or foreign claim, an untranslatable
-  inline volume), or their count depends on which in-tree plugins a node has migrated;
+  inline volume), or their count depends on which in-tree plugins a node has migrated and some
+  node has migrated one;
 - a node with limits holds a pod whose volumes cannot be counted (the Filter's Error there);
 - a nominated pod that counts against the incoming one has volumes (the Filter counts them on
   their node);
@@ -55,12 +56,12 @@ class BatchVolumeLimits(api.BatchFilterOverPodVolumes):
             self._counter.collect(pod, None, new_volumes, incoming=True, reads=reads)
         except (ClaimNotFoundError, CountingError):
             raise api.Fallback from None
-        if MIGRATION_READ in reads:
+        index = self._index_for(nodes.mirror)
+        if MIGRATION_READ in reads and index.migrates_any_plugin():
             raise api.Fallback
         if not new_volumes:
             return None
         self._refuse_nominated_volumes(pod, nodes.mirror)
-        index = self._index_for(nodes.mirror)
         index.refresh()
         if index.failed_with_limits():
             raise api.Fallback
