@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -348,6 +349,26 @@ def _exit_on_sigterm() -> None:
     # SIGTERM becomes SystemExit, so that the schedulers, the watcher and (unless kept) the
     # cluster this run started are stopped by the ``finally`` blocks.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    sys.unraisablehook = _redeliver_lost_exit(sys.unraisablehook)
+
+
+def _redeliver_lost_exit(
+    previous: Callable[[Any], object],
+) -> Callable[[Any], None]:
+    """A hook for exceptions Python drops: the handler's SystemExit is dropped when the signal
+    arrives while a finaliser or a weakref callback runs, so the signal is sent again, from a
+    thread a moment later (sent from here, it would land in the hook and be dropped again);
+    anything else goes to ``previous``."""
+
+    def hook(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, SystemExit):
+            resend = threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGTERM))
+            resend.daemon = True
+            resend.start()
+            return
+        previous(unraisable)
+
+    return hook
 
 
 def main(argv: list[str] | None = None) -> int:
