@@ -139,12 +139,12 @@ def _advertise_address() -> str | None:
 
 
 ATTACHMENTS = "attachments"
+"""Where the state file keeps what other modules attach to the cluster (a real node), by key."""
 
 ADDRESS_IN_USE = "address already in use"
 """What kube-apiserver says when its port is still taken."""
 RESTART_PORT_TIMEOUT = 30.0
 """How long a restarted kube-apiserver may keep finding its port taken before that is an error."""
-"""Where the state file keeps what other modules attach to the cluster (a real node), by key."""
 
 Teardown = Callable[["LocalCluster", float, bool], None]
 """Stops and removes one kind of attachment: ``(cluster, timeout, keep_logs)``."""
