@@ -28,6 +28,7 @@ node has migrated. The node index (:mod:`.node_index`) keeps counts until one of
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Iterable, Mapping, Set
 
 from kopf_scheduler import plugin_api as api
@@ -216,8 +217,30 @@ class VolumeCounter:
             return "", ""
         return plugin.driver, volume_handle
 
-    def attached_volume(
-        self, attachment: VolumeAttachment, reads: set[Read] | None = None
+    def count_node(
+        self,
+        pods: Iterable[Pod],
+        csi_node: CSINode | None,
+        attachments: Iterable[VolumeAttachment],
+        reads: set[Read] | None = None,
+    ) -> tuple[AttachableVolumes, Counter[str]]:
+        """The volumes a node's ``pods`` use, and the node's attached count per driver: those
+        volumes plus its ``attachments`` (of known CSI PVs) not among them.
+
+        Raises CountingError for a pod whose volumes cannot be counted.
+        """
+        in_use: AttachableVolumes = {}
+        for pod in pods:
+            self.collect(pod, csi_node, in_use, incoming=False, reads=reads)
+        attached = Counter(in_use.values())
+        for attachment in attachments:
+            found = self._attached_volume(attachment, reads)
+            if found is not None and found[0] not in in_use:
+                attached[found[1]] += 1
+        return in_use, attached
+
+    def _attached_volume(
+        self, attachment: VolumeAttachment, reads: set[Read] | None
     ) -> tuple[str, str] | None:
         """(unique name, driver) of an attachment of a known CSI PV; ``None``: not counted."""
         if not attachment.attacher or not attachment.persistent_volume_name:
@@ -229,24 +252,13 @@ class VolumeCounter:
             return None
         return unique_name(attachment.attacher, volume.csi.volume_handle), attachment.attacher
 
-    def attachments_on(self, node_name: str) -> AttachableVolumes:
-        """The node's VolumeAttachments of known CSI PVs, by the attacher's name."""
-        return self.count_attachments(
+    def attachments_on(self, node_name: str) -> list[VolumeAttachment]:
+        """The node's VolumeAttachments, found among all of them."""
+        return [
             attachment
             for attachment in self._handle.storage.attachments.values()
             if attachment.node_name == node_name
-        )
-
-    def count_attachments(
-        self, attachments: Iterable[VolumeAttachment], reads: set[Read] | None = None
-    ) -> AttachableVolumes:
-        """``attachments`` (all of one node) as attachable volumes."""
-        counted: AttachableVolumes = {}
-        for attachment in attachments:
-            found = self.attached_volume(attachment, reads)
-            if found is not None:
-                counted[found[0]] = found[1]
-        return counted
+        ]
 
 
 def exceeds(

@@ -190,18 +190,14 @@ class NodeVolumeIndex:
         node_name = info.name
         csi_node = self.storage.csi_node(node_name)
         reads: set[Read] = set()
-        in_use: AttachableVolumes = {}
-        failed = False
-        try:
-            for pod in info.pods:
-                self._counter.collect(pod, csi_node, in_use, incoming=False, reads=reads)
-        except CountingError:
-            failed = True
-        attached = Counter(in_use.values())
         attachments = self._attachments.get(node_name, {}).values()
-        for volume, driver in self._counter.count_attachments(attachments, reads).items():
-            if volume not in in_use:
-                attached[driver] += 1
+        try:
+            in_use, attached = self._counter.count_node(info.pods, csi_node, attachments, reads)
+            failed = False
+        except CountingError:
+            # Never read: a node with limits sends the attempt to the Filter, one without
+            # rejects nothing.
+            in_use, attached, failed = {}, Counter(), True
         limits = volume_limits(csi_node)
         entry = NodeVolumes(in_use, attached, limits, failed, reads)
         self._entries[position] = entry

@@ -21,7 +21,6 @@ The batch form (:mod:`.batch`) answers for every node at once from counts kept p
 from __future__ import annotations
 
 import random
-from collections import Counter
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -90,16 +89,12 @@ class NodeVolumeLimits:
         if not limits:
             return api.SUCCESS
 
-        in_use: AttachableVolumes = {}
         try:
-            for existing in node_info.pods:
-                counter.collect(existing, csi_node, in_use, incoming=False)
+            in_use, attached = counter.count_node(
+                node_info.pods, csi_node, counter.attachments_on(node.name)
+            )
         except CountingError as error:
             return api.Status.from_error(error)
-        attached = Counter(in_use.values())
-        for unique_name, driver in counter.attachments_on(node.name).items():
-            if unique_name not in in_use:
-                attached[driver] += 1
         if exceeds(new_volumes, in_use.keys(), attached, limits):
             return api.Status(api.Code.UNSCHEDULABLE, REASON_MAX_VOLUME_COUNT)
         return api.SUCCESS
