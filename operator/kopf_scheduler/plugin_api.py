@@ -91,7 +91,7 @@ from kopf_scheduler.framework.node_columns.mirror import (
 )
 from kopf_scheduler.framework.node_columns.term_census import Role
 from kopf_scheduler.framework.node_columns.value_keys import selector_key, term_key
-from kopf_scheduler.framework.pod_nominator import nominated_pods_by_node
+from kopf_scheduler.framework.pod_nominator import counts_against, nominated_pods_by_node
 from kopf_scheduler.framework.runtime import Framework, WaitingPod
 from kopf_scheduler.framework.scoring import default_normalize_score, go_div
 from kopf_scheduler.framework.status import SKIP, SUCCESS, Code, Status
@@ -188,6 +188,7 @@ __all__ = [
     "StorageCache",
     "StorageListener",
     "WaitingPod",
+    "counts_against",
     "default_normalize_score",
     "ensure_mapping",
     "go_div",

@@ -39,6 +39,12 @@ class NoNominations:
         return ()
 
 
+def counts_against(nominated: Pod, pod: Pod) -> bool:
+    """Whether ``nominated`` holds its room against ``pod``: it has equal or higher priority and is
+    not ``pod`` itself (a pod is never in its own way)."""
+    return nominated.priority >= pod.priority and nominated.uid != pod.uid
+
+
 def nominated_pods_by_node(
     nominator: PodNominator, node_names: Iterable[str]
 ) -> Iterable[tuple[str, list[Pod]]]:

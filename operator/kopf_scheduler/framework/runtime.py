@@ -52,7 +52,7 @@ from kopf_scheduler.framework.interfaces import (
     ReservePlugin,
     ScorePlugin,
 )
-from kopf_scheduler.framework.pod_nominator import PodNominator
+from kopf_scheduler.framework.pod_nominator import PodNominator, counts_against
 from kopf_scheduler.framework.status import SUCCESS, Code, Status
 from kopf_scheduler.framework.types import (
     NodePluginScores,
@@ -449,7 +449,7 @@ class Framework:
         node_out: NodeInfo | None = None
         state_out = state
         for other in nominated:
-            if other.priority >= pod.priority and other.uid != pod.uid:
+            if counts_against(other, pod):
                 if node_out is None:
                     node_out = node_info.clone()
                     state_out = state.clone()

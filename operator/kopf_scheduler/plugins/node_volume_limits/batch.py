@@ -87,9 +87,9 @@ class BatchVolumeLimits(api.BatchFilterOverPodVolumes):
         nominator = self._handle.nominator
         for _, nominated in api.nominated_pods_by_node(nominator, mirror.names):
             for other in nominated:
-                if other.priority < pod.priority or other.uid == pod.uid:
-                    continue
-                if any(may_need_attaching(volume) for volume in other.volumes):
+                if api.counts_against(other, pod) and any(
+                    may_need_attaching(volume) for volume in other.volumes
+                ):
                     raise api.Fallback
 
     def _index_for(self, mirror: api.NodeMirror) -> NodeVolumeIndex:

@@ -55,7 +55,11 @@ from kopf_scheduler.framework.node_columns.columns import NODE_COLUMNS_KEY, Node
 from kopf_scheduler.framework.node_columns.fallback import Fallback
 from kopf_scheduler.framework.node_columns.free_capacity import FreeColumns
 from kopf_scheduler.framework.node_columns.mirror import SAFE_LIMIT, IntArray, NodeMirror
-from kopf_scheduler.framework.pod_nominator import PodNominator, nominated_pods_by_node
+from kopf_scheduler.framework.pod_nominator import (
+    PodNominator,
+    counts_against,
+    nominated_pods_by_node,
+)
 from kopf_scheduler.framework.runtime import Framework
 from kopf_scheduler.framework.status import Code, Status
 from kopf_scheduler.framework.types import NodePluginScores, NodeToStatus
@@ -116,8 +120,6 @@ def _nominated_loads(
     count against ``pod`` on each node (those of equal or higher priority other than ``pod``),
     and what they request of other resources: resource -> position -> amount."""
     position = mirror.position
-    priority = pod.priority
-    uid = pod.uid
     loads: list[tuple[int, int, int, int, int]] = []
     scalar: dict[str, dict[int, int]] = {}
     for name, pods in nominated_pods_by_node(nominator, mirror.names):
@@ -126,7 +128,7 @@ def _nominated_loads(
             continue
         cpu = memory = ephemeral = count = 0
         for other in pods:
-            if other.priority < priority or other.uid == uid:
+            if not counts_against(other, pod):
                 continue
             requests = other.requests
             for resource, amount in requests.scalar.items():
