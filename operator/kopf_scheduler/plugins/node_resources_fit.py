@@ -336,17 +336,19 @@ def _scalar_checks(
     return checks
 
 
-def _shortfall_numbers(
+ResourceCheck = tuple[int, api.IntArray, api.IntArray, int]
+"""One resource the pod requests: the amount, each node's free and allocatable amounts, and the
+bit its shortfall sets in a rejection number."""
+
+
+def _resource_checks(
     nodes: api.NodeColumns,
     request: Resource,
     scalar_checks: list[ScalarCheck],
-    positions: api.IntArray,
     free: api.FreeColumns,
-) -> api.IntArray:
-    """The rejection number of each node at ``positions``."""
+) -> list[ResourceCheck]:
+    """Every resource the pod requests a positive amount of, in the order reasons are given."""
     mirror = nodes.mirror
-    numbers: api.IntArray = np.where(free.pods[positions] < 1, _TOO_MANY_PODS, 0)
-    unresolvable = np.zeros(len(positions), dtype=np.bool_)
     checks = [
         (request.milli_cpu, free.cpu, mirror.alloc_cpu, _SHORT_CPU),
         (request.memory, free.memory, mirror.alloc_mem, _SHORT_MEMORY),
@@ -354,9 +356,16 @@ def _shortfall_numbers(
     ]
     for order, (wanted, available, allocatable) in enumerate(scalar_checks):
         checks.append((wanted, available, allocatable, _SHORT_SCALAR << order))
+    return [check for check in checks if check[0] > 0]
+
+
+def _shortfall_numbers(
+    checks: list[ResourceCheck], positions: api.IntArray, free: api.FreeColumns
+) -> api.IntArray:
+    """The rejection number of each node at ``positions``."""
+    numbers: api.IntArray = np.where(free.pods[positions] < 1, _TOO_MANY_PODS, 0)
+    unresolvable = np.zeros(len(positions), dtype=np.bool_)
     for value, column, allocatable, bit in checks:
-        if value <= 0:
-            continue
         short = column[positions] < value
         numbers |= np.where(short, bit, 0)
         unresolvable |= short & (allocatable[positions] < value)
@@ -509,23 +518,16 @@ class NodeResourcesFit:
         self, state: api.CycleState, pod: Pod, nodes: api.NodeColumns, free: api.FreeColumns
     ) -> api.NodeRejections | None:
         pre_filter = _batch_pre_filter(state)
-        request = pre_filter.request
         scalar_checks = _scalar_checks(nodes, pre_filter, free)
+        checks = _resource_checks(nodes, pre_filter.request, scalar_checks, free)
         fails: api.BoolArray = free.pods < 1
-        for value, column in (
-            (request.milli_cpu, free.cpu),
-            (request.memory, free.memory),
-            (request.ephemeral_storage, free.ephemeral),
-        ):
-            if value > 0:
-                fails |= column < value
-        for wanted, available, _ in scalar_checks:
+        for wanted, available, _, _ in checks:
             fails |= available < wanted
         if not fails.any():
             return None
 
         def reasons(positions: api.IntArray) -> api.IntArray:
-            return _shortfall_numbers(nodes, request, scalar_checks, positions, free)
+            return _shortfall_numbers(checks, positions, free)
 
         return api.NodeRejections(fails, reasons)
 
