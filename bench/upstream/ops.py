@@ -247,13 +247,14 @@ class Execution:
             raise OpError(f"op {op.index} {op.opcode}: not carried out by this runner")
         return await handler(op)
 
-    async def _lift_not_ready_taint(self, node: Raw) -> None:
-        """Remove the not-ready taint from a node kwok made Ready (as the node lifecycle
+    async def _lift_not_ready_taint(self, lifted: tuple[Raw, list[Raw]]) -> None:
+        """Give a node kwok made Ready its taints without the not-ready one (as the node lifecycle
         controller would); a node changed meanwhile (409) is left to it."""
+        node, remaining = lifted
         metadata = node["metadata"]
         patch = {
             "metadata": {"resourceVersion": metadata["resourceVersion"]},
-            "spec": {"taints": _lift_not_ready(node) or None},
+            "spec": {"taints": remaining or None},
         }
         await self.client.request(
             "PATCH",
@@ -303,11 +304,8 @@ class Execution:
         async def ready_count() -> int:
             listed, _ = await self.client.list_all("/api/v1/nodes")
             made = [n for n in listed if n["metadata"]["name"] in names]
-            await for_each(
-                [n for n in made if _lift_not_ready(n) is not None],
-                CREATOR_CONCURRENCY,
-                self._lift_not_ready_taint,
-            )
+            liftable = [(n, taints) for n in made if (taints := _lift_not_ready(n)) is not None]
+            await for_each(liftable, CREATOR_CONCURRENCY, self._lift_not_ready_taint)
             return sum(1 for n in made if node_ready(n))
 
         started = time.monotonic()
