@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from kopf_scheduler.cache.node_info import NodeInfo
+from kopf_scheduler.cache.storage_cache import CSI_NODE_KIND
 from kopf_scheduler.framework.args import InvalidArgsError
 from kopf_scheduler.framework.cycle_state import CycleState
 from kopf_scheduler.framework.events import ActionType, EventResource, HintFn, QueueingHint
@@ -123,6 +124,7 @@ def _handle(
             driver: limit if limit_source == LIMITED else None for driver in drivers
         }
         storage.csi_nodes[NODE] = _with_migrated(make_csi_node(NODE, counts), IN_TREE_EBS)
+        storage.changed(CSI_NODE_KIND, NODE)
     return handle
 
 
@@ -557,6 +559,7 @@ def test_pre_filter(volume: dict[str, Any], want: Status) -> None:
 def _limited_handle(limits: dict[str, int | None], *migrated: str) -> Handle:
     handle = Handle()
     handle.storage.csi_nodes[NODE] = _with_migrated(make_csi_node(NODE, limits), *migrated)
+    handle.storage.changed(CSI_NODE_KIND, NODE)
     handle.storage.classes[CLASS] = make_class(CLASS).provisioner(EBS).storage_class()
     return handle
 

@@ -145,6 +145,7 @@ def _build(
     for name, node_limits in zip(NODES, limits, strict=True):
         if node_limits is not None:
             storage.csi_nodes[name] = _csi_node(name, node_limits)
+            storage.changed(CSI_NODE_KIND, name)
     cache = Cache(lambda: 0.0)
     for name in NODES:
         cache.add_node(Node(make_node(name).obj()))

@@ -18,7 +18,13 @@ from typing import Any
 
 from kopf_scheduler.cache.node_info import NodeInfo
 from kopf_scheduler.cache.snapshot import Snapshot
-from kopf_scheduler.cache.storage_cache import StorageCache
+from kopf_scheduler.cache.storage_cache import (
+    CSI_DRIVER_KIND,
+    CSI_NODE_KIND,
+    CSI_STORAGE_CAPACITY_KIND,
+    STORAGE_CLASS_KIND,
+    StorageCache,
+)
 from kopf_scheduler.framework.cycle_state import CycleState
 from kopf_scheduler.framework.handle import Handle
 from kopf_scheduler.framework.status import Status
@@ -95,12 +101,16 @@ def add(storage: StorageCache, *objects: StorageObject) -> StorageCache:
             storage.volumes.upsert(obj)
         elif isinstance(obj, StorageClass):
             storage.classes[obj.name] = obj
+            storage.changed(STORAGE_CLASS_KIND, obj.name)
         elif isinstance(obj, CSINode):
             storage.csi_nodes[obj.name] = obj
+            storage.changed(CSI_NODE_KIND, obj.name)
         elif isinstance(obj, CSIDriver):
             storage.csi_drivers[obj.name] = obj
+            storage.changed(CSI_DRIVER_KIND, obj.name)
         else:
             storage.capacities[obj.key] = obj
+            storage.changed(CSI_STORAGE_CAPACITY_KIND, obj.key)
     return storage
 
 

@@ -56,12 +56,12 @@ class BatchVolumeLimits(api.BatchFilterOverPodVolumes):
             self._counter.collect(pod, None, new_volumes, incoming=True, reads=reads)
         except (ClaimNotFoundError, CountingError):
             raise api.Fallback from None
-        index = self._index_for(nodes.mirror)
-        if MIGRATION_READ in reads and index.migrates_any_plugin():
+        if MIGRATION_READ in reads and self._handle.storage.migrating_csi_nodes():
             raise api.Fallback
         if not new_volumes:
             return None
         self._refuse_nominated_volumes(pod, nodes.mirror)
+        index = self._index_for(nodes.mirror)
         index.refresh()
         if index.failed_with_limits():
             raise api.Fallback

@@ -8,9 +8,6 @@ VolumeAttachments not among them), the node's limits, and whether one of its pod
 counted. Per driver, the attached counts and the limits are also kept as columns, so that one
 comparison per driver answers for all nodes.
 
-The index also knows whether any node has migrated an in-tree plugin to its CSI driver: while
-none has, a count that asked never depended on the node.
-
 A node's entry holds until something it was worked out from changes:
 - the node's row in the mirror is replaced (its pods changed) or the mirror is rebuilt;
 - a claim, volume or class the count read changes as the API reports it (the storage cache's
@@ -88,10 +85,6 @@ class NodeVolumeIndex:
         self._attachment_nodes: dict[str, str] = {}
         for key, attachment in storage.attachments.items():
             self._file_attachment(key, attachment)
-        self._migrating = {
-            name for name, csi_node in storage.csi_nodes.items() if csi_node.migrated_plugins
-        }
-        """The CSINodes that mark some in-tree plugin as migrated to its CSI driver."""
         mirror.subscribe(self)
         storage.subscribe(self)
 
@@ -113,11 +106,6 @@ class NodeVolumeIndex:
                 self._stale_node(attachment.node_name)
         elif kind == api.CSI_NODE_KIND:
             self._stale_node(key)
-            csi_node = self.storage.csi_nodes.get(key)
-            if csi_node is not None and csi_node.migrated_plugins:
-                self._migrating.add(key)
-            else:
-                self._migrating.discard(key)
         else:
             readers = self._readers.get((kind, key))
             if readers:
@@ -162,10 +150,6 @@ class NodeVolumeIndex:
     def users(self, volume: str) -> set[int]:
         """The positions where a pod uses ``volume``."""
         return self._users.get(volume, set())
-
-    def migrates_any_plugin(self) -> bool:
-        """Whether some node has migrated an in-tree plugin (else no count depends on it)."""
-        return bool(self._migrating)
 
     def failed_with_limits(self) -> bool:
         """Whether a node with limits has a pod whose volumes cannot be counted."""

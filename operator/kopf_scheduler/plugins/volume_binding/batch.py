@@ -32,7 +32,7 @@ def nodes_admitting_bound_volumes(
         in_tree = volume.in_tree_source
         plugin = plugin_for_source(in_tree[0]) if in_tree is not None else None
         if plugin is not None and any(
-            is_migration_on(csi_node, plugin) for csi_node in storage.csi_nodes.values()
+            is_migration_on(csi_node, plugin) for csi_node in storage.migrating_csi_nodes()
         ):
             raise api.Fallback
         affinity = volume.node_affinity
