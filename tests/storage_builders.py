@@ -25,6 +25,11 @@ from kopf_scheduler.model.storage import (
 _versions = itertools.count(100)
 
 
+def next_version() -> str:
+    """A resourceVersion newer than every one handed out before, by the builders or by a write."""
+    return str(next(_versions))
+
+
 class ClaimBuilder:
     def __init__(self, name: str, namespace: str = "default") -> None:
         self.raw: dict[str, Any] = {

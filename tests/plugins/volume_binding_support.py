@@ -12,7 +12,6 @@ controller between two polls of PreBind.
 from __future__ import annotations
 
 import copy
-import itertools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -42,7 +41,13 @@ from kopf_scheduler.plugins.volume_binding.plugin import STATE_KEY, VolumeBindin
 from kopf_scheduler.ports import ApiError, ConflictError, NotFoundError
 from tests.builders import NodeBuilder, make_node, node_info
 from tests.clock import FakeClock
-from tests.storage_builders import ClaimBuilder, ClassBuilder, VolumeBuilder, make_class
+from tests.storage_builders import (
+    ClaimBuilder,
+    ClassBuilder,
+    VolumeBuilder,
+    make_class,
+    next_version,
+)
 
 NODE_KEY = "nodeKey"
 """The node label the static volumes' affinity and the classes' topologies use."""
@@ -139,9 +144,6 @@ def csi_node(name: str, migrated_plugins: str) -> CSINode:
     )
 
 
-_written_versions = itertools.count(10_000)
-
-
 class FakeStorageWriter:
     """Full updates against the cache's API side, each recorded as written."""
 
@@ -173,7 +175,7 @@ class FakeStorageWriter:
                 "modified; please apply your changes to the latest version and try again"
             )
         stored = copy.deepcopy(dict(raw))
-        stored["metadata"] = {**stored["metadata"], "resourceVersion": str(next(_written_versions))}
+        stored["metadata"] = {**stored["metadata"], "resourceVersion": next_version()}
         return stored
 
     async def update_volume(self, raw: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -218,7 +220,7 @@ def updated(
     """A newer version of ``obj`` (as another controller would write it) with ``change`` made."""
     raw = copy.deepcopy(dict(obj.raw))
     change(raw)
-    raw["metadata"] = {**raw["metadata"], "resourceVersion": str(next(_written_versions))}
+    raw["metadata"] = {**raw["metadata"], "resourceVersion": next_version()}
     return type(obj)(raw)
 
 
