@@ -530,6 +530,27 @@ def _rejections(outcome: tuple[Any, ...]) -> dict[str, tuple[str, ...]]:
             {"n1", "n2", "n4", "n5"},
             id="volume-binding-delay-binding-claim",
         ),
+        pytest.param(
+            _cluster(
+                [_pod().claim("data").obj()],
+                profile=_without(volume_zone.NAME, node_volume_limits.NAME),
+            ),
+            [
+                make_class(WAIT).wait_for_first_consumer(),
+                make_volume("pv-data")
+                .storage_class(WAIT)
+                .source("awsElasticBlockStore", volumeID="vol-data")
+                .node_affinity(ZONE, "a")
+                .claimed_by("default", "data", "pvc-uid-default-data")
+                .phase("Bound"),
+                make_claim("data").bound_to("pv-data"),
+                csi_node("n1", {}, "kubernetes.io/aws-ebs"),
+            ],
+            volume_binding_plugin.NAME,
+            volume_binding_plugin.REASON_NODE_CONFLICT,
+            {"n1", "n2", "n4", "n5"},
+            id="volume-binding-in-tree-volume-while-a-node-migrates-it",
+        ),
     ],
 )
 def test_a_volume_plugin_that_did_not_skip_sends_the_attempt_to_the_per_node_path(
