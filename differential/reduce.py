@@ -1,7 +1,8 @@
 """Shrink a scenario that shows a divergence to one that still shows it, to keep as a case.
 
 Greedy, one unit at a time: a pending pod, a running pod, a PDB, or a node with everything
-pinned to it; a pod goes with the claims only it uses, and a claim with the PV bound to it.
+pinned to it; a pod goes with the claims only it uses, a claim with the PV bound to it, a node
+with its CSINode, and a node or a PV with their VolumeAttachments.
 A unit stays removed when the smaller scenario still shows a true divergence in one of the
 aspects asked for (upstream agreeing with itself in every run); afterwards the classes and
 volumes nothing refers to any more go too. Every trial is a full play (at least two runs
@@ -54,8 +55,27 @@ def _claim_unit(scenario: Scenario, claims: Collection[str], users: Collection[s
     return unit
 
 
+def _with_dependants(scenario: Scenario, unit: Unit) -> Unit:
+    """``unit`` plus the CSINodes of its nodes and the attachments of its nodes and PVs."""
+    nodes = {name for kind, name in unit if kind == "Node"}
+    volumes = {name for kind, name in unit if kind == "PersistentVolume"}
+    extra: Unit = [("CSINode", name_of(c)) for c in scenario.csi_nodes if name_of(c) in nodes]
+    for attachment in scenario.attachments:
+        spec = attachment.get("spec") or {}
+        if (
+            spec.get("nodeName") in nodes
+            or (spec.get("source") or {}).get("persistentVolumeName") in volumes
+        ):
+            extra.append(("VolumeAttachment", name_of(attachment)))
+    return [*unit, *extra]
+
+
 def removal_units(scenario: Scenario) -> list[Unit]:
     """What :func:`reduce` tries to remove, the later arrivals first, nodes last."""
+    return [_with_dependants(scenario, unit) for unit in _primary_units(scenario)]
+
+
+def _primary_units(scenario: Scenario) -> list[Unit]:
     units: list[Unit] = []
     for pod in [*reversed(scenario.pending()), *reversed(scenario.running)]:
         name = name_of(pod)
@@ -86,8 +106,13 @@ def removal_units(scenario: Scenario) -> list[Unit]:
 
 
 def prune(scenario: Scenario) -> Scenario:
-    """Drop classes nothing names and PVs neither pinned to a claim nor of a class in use."""
+    """Drop classes nothing names and PVs neither pinned to a claim, nor of a class in use,
+    nor attached to a node."""
     pods = [*scenario.running, *scenario.pending()]
+    attached = {
+        ((a.get("spec") or {}).get("source") or {}).get("persistentVolumeName")
+        for a in scenario.attachments
+    }
     used_priorities = {p["spec"].get("priorityClassName") for p in pods}
     claims = scenario.all_claims()
     used_storage = {(o.get("spec") or {}).get("storageClassName") for o in claims}
@@ -101,6 +126,7 @@ def prune(scenario: Scenario) -> Scenario:
         for v in scenario.volumes
         if not (v.get("spec") or {}).get("claimRef")
         and (v.get("spec") or {}).get("storageClassName") not in used_storage
+        and name_of(v) not in attached
     ]
     volumes_left = {
         (v.get("spec") or {}).get("storageClassName")

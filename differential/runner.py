@@ -9,7 +9,8 @@ the end-to-end suite (``e2e/support/schedulers.py``), authenticated with the RBA
 
 One run, in order:
 
-1. create a namespace; the PVs; the setup claims, and wait until they are bound; the running
+1. create a namespace; the PVs and their VolumeAttachments; the setup claims, and wait until
+   they are bound; the running
    pods (already bound), wait until kwok started them, then give them start times one second
    apart in the scenario's order (kwok stamps the second it started them, which would tie);
    the PDBs, and wait until the disruption controller has counted them;
@@ -27,8 +28,8 @@ One run, in order:
    resource claims first, and wait until they are gone, so that the next run finds every
    device free).
 
-The nodes and their ResourceSlices are created once per scenario (:meth:`Lab.stage`) and are
-identical for every run.
+The nodes, their ResourceSlices and their CSINodes are created once per scenario
+(:meth:`Lab.stage`) and are identical for every run.
 
 Why the waves keep time with the wall clock's seconds: the API server stores a deletion's
 ``deletionTimestamp`` and a pod's ``startTime`` to the second, and kwok removes a terminating
@@ -90,6 +91,8 @@ SELECTED_NODE = "volume.kubernetes.io/selected-node"
 MERGE_PATCH = "application/merge-patch+json"
 RESOURCE_PATH = "/apis/resource.k8s.io/v1"
 SLICES_PATH = f"{RESOURCE_PATH}/resourceslices"
+CSI_NODES_PATH = "/apis/storage.k8s.io/v1/csinodes"
+ATTACHMENTS_PATH = "/apis/storage.k8s.io/v1/volumeattachments"
 WAVE_PHASE = 0.2
 """Where within a wall-clock second the first wave of every run starts."""
 BACKLOG_HEAD_START = 0.5
@@ -132,6 +135,8 @@ def _kind_path(obj: Mapping[str, Any], namespace: str | None = None) -> str:
         "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
         "DeviceClass": f"{RESOURCE_PATH}/deviceclasses",
         "ResourceSlice": f"{RESOURCE_PATH}/resourceslices",
+        "CSINode": CSI_NODES_PATH,
+        "VolumeAttachment": ATTACHMENTS_PATH,
         "ResourceClaimTemplate": f"{RESOURCE_PATH}/namespaces/{{ns}}/resourceclaimtemplates",
         "ResourceClaim": f"{RESOURCE_PATH}/namespaces/{{ns}}/resourceclaims",
         "Pod": "/api/v1/namespaces/{ns}/pods",
@@ -459,7 +464,13 @@ class Lab:
             name = name_of(namespace)
             if name.startswith("diff-") and not namespace["metadata"].get("deletionTimestamp"):
                 self._delete_namespace(name)
-        for path in (SLICES_PATH, "/api/v1/nodes", "/api/v1/persistentvolumes"):
+        for path in (
+            SLICES_PATH,
+            CSI_NODES_PATH,
+            "/api/v1/nodes",
+            ATTACHMENTS_PATH,
+            "/api/v1/persistentvolumes",
+        ):
             owned = self.api.items(f"{path}?labelSelector={OWNER_LABEL}%3Dtrue")
             for obj in owned:
                 self.api.request("DELETE", f"{path}/{name_of(obj)}", missing_ok=True)
@@ -469,10 +480,11 @@ class Lab:
 
     @contextlib.contextmanager
     def stage(self, scenario: Scenario) -> Iterator[None]:
-        """The scenario's nodes, their devices and cluster-wide classes, for all its runs."""
+        """The scenario's nodes, their devices, CSI drivers and cluster-wide classes, for all
+        its runs."""
         rendered = render(scenario, "unused", "unused")
         names = [name_of(node) for node in rendered.nodes]
-        slices = [name_of(published) for published in rendered.resource_slices]
+        published = [*rendered.resource_slices, *rendered.csi_nodes]
         try:
             with _runner_errors():
                 for obj in rendered.cluster_objects:
@@ -480,17 +492,12 @@ class Lab:
                 for node in rendered.nodes:
                     self.api.create(node)
                 self.cluster.wait_nodes_ready(names, timeout=SETUP_TIMEOUT)
-                for published in rendered.resource_slices:
-                    self.api.create(published)
+                for obj in published:
+                    self.api.create(obj)
             yield
         finally:
             with _runner_errors():
-                for name in slices:
-                    self.api.request("DELETE", f"{SLICES_PATH}/{name}", missing_ok=True)
-                self._wait_gone(SLICES_PATH, slices)
-                for name in names:
-                    self.api.request("DELETE", f"/api/v1/nodes/{name}", missing_ok=True)
-                self._wait_gone("/api/v1/nodes", names)
+                self._delete_all([*published, *rendered.nodes])
 
     def _ensure_cluster_object(self, obj: Raw) -> None:
         path = _kind_path(obj)
@@ -572,8 +579,8 @@ class Lab:
 
     def _setup(self, rendered: Rendered) -> None:
         ns = rendered.namespace
-        for volume in rendered.volumes:
-            self.api.create(volume)
+        for obj in [*rendered.volumes, *rendered.attachments]:
+            self.api.create(obj)
         for claim in rendered.claims:
             self.api.create(claim)
         if rendered.claims:
@@ -725,10 +732,17 @@ class Lab:
             lambda: not self.api.items(_resource_claims_path(ns)),
         )
         self._delete_namespace(ns)
-        names = [name_of(volume) for volume in rendered.volumes]
-        for name in names:
-            self.api.request("DELETE", f"/api/v1/persistentvolumes/{name}", missing_ok=True)
-        self._wait_gone("/api/v1/persistentvolumes", names)
+        self._delete_all([*rendered.attachments, *rendered.volumes])
+
+    def _delete_all(self, objects: list[Raw]) -> None:
+        """Delete cluster-wide objects, and wait until each kind of them is gone."""
+        by_path: dict[str, list[str]] = {}
+        for obj in objects:
+            by_path.setdefault(_kind_path(obj), []).append(name_of(obj))
+        for path, names in by_path.items():
+            for name in names:
+                self.api.request("DELETE", f"{path}/{name}", missing_ok=True)
+            self._wait_gone(path, names)
 
     def _delete_namespace(self, namespace: str) -> None:
         self.api.request(

@@ -9,9 +9,11 @@ puts each scenario into a namespace of its own and names the scheduler under tes
   runs; a name always means the same object;
 - ``nodes``: fake nodes for kwok, identical for every run of the scenario, and
   ``resourceSlices``: the devices a driver publishes for them (``resource.k8s.io/v1``; no
-  driver runs, see ``e2e/support/dra.py``);
+  driver runs, see ``e2e/support/dra.py``), and ``csiNodes``: the CSI drivers installed on
+  them with their attach limits (what a kubelet would publish; none runs);
 - ``persistentVolumes`` and ``claims``: static volumes, and the claims that are bound before any
-  pod runs (pre-bound pairs, or claims of an ``Immediate`` class);
+  pod runs (pre-bound pairs, or claims of an ``Immediate`` class); ``volumeAttachments``: the
+  scenario's PVs attached to its nodes (nothing attaches or detaches them during a run);
 - ``resourceClaimTemplates`` and ``resourceClaims``: what pods' ``spec.resourceClaims`` name;
   the resource-claim controller of kube-controller-manager makes a claim from a template for
   each pod, and a named claim may be shared by several pods;
@@ -46,7 +48,13 @@ from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pdb import PodDisruptionBudget
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.model.priority_class import PriorityClass
-from kopf_scheduler.model.storage import PersistentVolume, PersistentVolumeClaim, StorageClass
+from kopf_scheduler.model.storage import (
+    CSINode,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    VolumeAttachment,
+)
 
 Raw = dict[str, Any]
 
@@ -81,7 +89,9 @@ class Scenario:
     device_classes: list[Raw] = field(default_factory=list)
     nodes: list[Raw] = field(default_factory=list)
     resource_slices: list[Raw] = field(default_factory=list)
+    csi_nodes: list[Raw] = field(default_factory=list)
     volumes: list[Raw] = field(default_factory=list)
+    attachments: list[Raw] = field(default_factory=list)
     claims: list[Raw] = field(default_factory=list)
     claim_templates: list[Raw] = field(default_factory=list)
     resource_claims: list[Raw] = field(default_factory=list)
@@ -120,7 +130,9 @@ _SECTIONS: tuple[tuple[str, str], ...] = (
     ("deviceClasses", "device_classes"),
     ("nodes", "nodes"),
     ("resourceSlices", "resource_slices"),
+    ("csiNodes", "csi_nodes"),
     ("persistentVolumes", "volumes"),
+    ("volumeAttachments", "attachments"),
     ("claims", "claims"),
     ("resourceClaimTemplates", "claim_templates"),
     ("resourceClaims", "resource_claims"),
@@ -265,7 +277,9 @@ _KIND_OF_SECTION: dict[str, tuple[str, str, Callable[[Raw], object]]] = {
     "deviceClasses": (RESOURCE_API, "DeviceClass", _with_spec),
     "nodes": ("v1", "Node", Node),
     "resourceSlices": (RESOURCE_API, "ResourceSlice", _with_spec),
+    "csiNodes": ("storage.k8s.io/v1", "CSINode", CSINode),
     "persistentVolumes": ("v1", "PersistentVolume", PersistentVolume),
+    "volumeAttachments": ("storage.k8s.io/v1", "VolumeAttachment", VolumeAttachment),
     "claims": ("v1", "PersistentVolumeClaim", PersistentVolumeClaim),
     "resourceClaimTemplates": (RESOURCE_API, "ResourceClaimTemplate", _with_spec),
     "resourceClaims": (RESOURCE_API, "ResourceClaim", _with_spec),
@@ -286,7 +300,8 @@ def _sections(scenario: Scenario) -> Iterator[tuple[str, list[Raw]]]:
 def check(scenario: Scenario, source: str = "scenario") -> None:
     """Every object parses as the scheduler reads it, sits in the right section and is named
     once; running pods name a node of the scenario, pods a PriorityClass of it, volumes a
-    claim of it. Raise :class:`ScenarioError` on the first problem."""
+    claim of it, CSINodes and attachments a node of it, attachments a PV of it. Raise
+    :class:`ScenarioError` on the first problem."""
     seen: set[tuple[str, str]] = set()
     for section, items in _sections(scenario):
         key = section.rsplit(".", 1)[-1]
@@ -360,6 +375,27 @@ def _check_pods(scenario: Scenario, source: str) -> None:
 
 
 def _check_volumes(scenario: Scenario, source: str) -> None:
+    nodes = {name_of(node) for node in scenario.nodes}
+    for csi_node in scenario.csi_nodes:
+        if name_of(csi_node) not in nodes:
+            raise ScenarioError(
+                f"{source}: CSINode {name_of(csi_node)}: a CSINode is named after its node, and "
+                "there is no such node in the scenario"
+            )
+    volumes = {name_of(volume) for volume in scenario.volumes}
+    for attachment in scenario.attachments:
+        spec = attachment.get("spec") or {}
+        volume = (spec.get("source") or {}).get("persistentVolumeName")
+        if spec.get("nodeName") not in nodes:
+            raise ScenarioError(
+                f"{source}: VolumeAttachment {name_of(attachment)}: spec.nodeName: "
+                f"{spec.get('nodeName')!r} is not a node of the scenario"
+            )
+        if volume not in volumes:
+            raise ScenarioError(
+                f"{source}: VolumeAttachment {name_of(attachment)}: "
+                f"spec.source.persistentVolumeName: {volume!r} is not a PV of the scenario"
+            )
     claims = {name_of(claim) for claim in scenario.all_claims()}
     classes = {name_of(c) for c in scenario.storage_classes}
     for volume in scenario.volumes:
@@ -416,7 +452,9 @@ class Rendered:
     cluster_objects: list[Raw]
     nodes: list[Raw]
     resource_slices: list[Raw]
+    csi_nodes: list[Raw]
     volumes: list[Raw]
+    attachments: list[Raw]
     claims: list[Raw]
     claim_templates: list[Raw]
     resource_claims: list[Raw]
@@ -470,7 +508,9 @@ def render(scenario: Scenario, namespace: str, scheduler_name: str) -> Rendered:
         ],
         nodes=[owned(node) for node in scenario.nodes],
         resource_slices=[owned(s) for s in scenario.resource_slices],
+        csi_nodes=[owned(c) for c in scenario.csi_nodes],
         volumes=[volume(v) for v in scenario.volumes],
+        attachments=[owned(a) for a in scenario.attachments],
         claims=[namespaced(claim) for claim in scenario.claims],
         claim_templates=[namespaced(t) for t in scenario.claim_templates],
         resource_claims=[namespaced(c) for c in scenario.resource_claims],

@@ -10,6 +10,8 @@ from differential.normalise import ASPECTS, Outcome
 from differential.reduce import prune, reduce, removal_units
 from differential.scenario import Scenario, Wave, name_of
 
+from tests.differential.test_scenario import attachment, csi_node
+
 
 def with_claim(manifest: dict, claim_name: str) -> dict:  # type: ignore[type-arg]
     manifest["spec"]["volumes"] = [
@@ -85,6 +87,45 @@ def test_prune_drops_what_nothing_names() -> None:
     assert [name_of(c) for c in pruned.priority_classes] == ["diff-p10"]
     assert [name_of(c) for c in pruned.storage_classes] == ["diff-wffc"]
     assert [name_of(v) for v in pruned.volumes] == ["pv-rwop-1", "pv-9"]
+
+
+def attached() -> Scenario:
+    """scenario() with CSINodes for both nodes, pv-9 attached to node-1, pv-rwop-1 to node-0,
+    and pv-spare (of a class no claim uses, claimed by none) attached to node-0."""
+    attached = scenario()
+    attached.csi_nodes = [csi_node("node-0"), csi_node("node-1")]
+    spare = local_volume(
+        "pv-spare",
+        1,
+        node_selector_term("kubernetes.io/hostname", ["node-0", "node-1"]),
+        access_mode="ReadWriteOnce",
+        class_name="diff-immediate",
+        labels={},
+    )
+    attached.volumes.append(spare)
+    attached.attachments = [
+        attachment("va-9", "node-1", "pv-9"),
+        attachment("va-rwop", "node-0", "pv-rwop-1"),
+        attachment("va-spare", "node-0", "pv-spare"),
+    ]
+    return attached
+
+
+def test_a_node_or_a_volume_goes_with_its_csi_node_and_attachments() -> None:
+    units = removal_units(attached())
+    assert units[-2][-2:] == [("CSINode", "node-1"), ("VolumeAttachment", "va-9")]
+    assert units[-1][-3:] == [
+        ("CSINode", "node-0"),
+        ("VolumeAttachment", "va-rwop"),
+        ("VolumeAttachment", "va-spare"),
+    ]
+    assert units[0] == [("Pod", "p02-web"), ("PersistentVolumeClaim", "data-p02")]
+
+
+def test_prune_keeps_an_attached_volume_and_its_class() -> None:
+    pruned = prune(attached())
+    assert [name_of(v) for v in pruned.volumes] == ["pv-rwop-1", "pv-9", "pv-spare"]
+    assert [name_of(c) for c in pruned.storage_classes] == ["diff-wffc", "diff-immediate"]
 
 
 def _result(candidate: Scenario, divergent: bool) -> ScenarioResult:

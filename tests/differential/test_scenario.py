@@ -91,7 +91,35 @@ def _broken(change: str) -> dict[str, Any]:
         document["waves"].append({"afterSeconds": 1, "backlog": True, "pods": []})
     elif change == "gap":
         document["waves"][0]["gapSeconds"] = "soon"
+    elif change == "csi-node":
+        document["csiNodes"] = [csi_node("node-9")]
+    elif change == "attachment-node":
+        document["volumeAttachments"] = [attachment("va", "node-9", "pv-1")]
+    elif change == "attachment-volume":
+        document["volumeAttachments"] = [attachment("va", "node-0", "pv-9")]
     return document
+
+
+def csi_node(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSINode",
+        "metadata": {"name": name},
+        "spec": {"drivers": [{"name": "ebs.csi.example.com", "nodeID": name}]},
+    }
+
+
+def attachment(name: str, node_name: str, volume: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "VolumeAttachment",
+        "metadata": {"name": name},
+        "spec": {
+            "attacher": "ebs.csi.example.com",
+            "nodeName": node_name,
+            "source": {"persistentVolumeName": volume},
+        },
+    }
 
 
 @pytest.mark.parametrize(
@@ -112,6 +140,13 @@ def _broken(change: str) -> dict[str, Any]:
         pytest.param("wave", "waves[0]: afterSeconds: must be a number >= 0", id="wave"),
         pytest.param("late-backlog", "waves[1]: only the first wave can be a backlog", id="late"),
         pytest.param("gap", "waves[0]: gapSeconds: must be a number >= 0", id="gap"),
+        pytest.param("csi-node", "CSINode node-9: a CSINode is named after its node", id="csi"),
+        pytest.param(
+            "attachment-node", "VolumeAttachment va: spec.nodeName: 'node-9' is not a node", id="va"
+        ),
+        pytest.param(
+            "attachment-volume", "persistentVolumeName: 'pv-9' is not a PV of the", id="va-pv"
+        ),
     ],
 )
 def test_a_broken_scenario_is_reported_in_one_line(change: str, message: str) -> None:
@@ -149,6 +184,20 @@ def test_render_fills_in_the_run_and_leaves_the_scenario_alone() -> None:
     }
     for obj in [*rendered.nodes, *rendered.volumes, *rendered.cluster_objects]:
         assert obj["metadata"]["labels"][OWNER_LABEL] == "true"
+
+
+def test_csi_nodes_and_attachments_round_trip_and_are_owned_in_a_run(tmp_path: Path) -> None:
+    scenario = small()
+    scenario.csi_nodes = [csi_node("node-0")]
+    scenario.attachments = [attachment("va", "node-0", "pv-1")]
+    path = tmp_path / "attached.yaml"
+    path.write_text(dump(scenario))
+    loaded = load(path)
+    assert loaded.csi_nodes == scenario.csi_nodes
+    assert loaded.attachments == scenario.attachments
+    rendered = render(loaded, "diff-x", "default-scheduler")
+    assert [obj["metadata"]["labels"][OWNER_LABEL] for obj in rendered.csi_nodes] == ["true"]
+    assert [obj["metadata"]["labels"][OWNER_LABEL] for obj in rendered.attachments] == ["true"]
 
 
 def test_start_times_follow_the_order_of_running_pods_a_second_apart() -> None:

@@ -602,6 +602,25 @@ def test_attachment_of_volume_used_by_a_pod_on_the_node_counts_once() -> None:
     assert _filter(handle, _claims("b"), _claims("a")) == SUCCESS
 
 
+def test_two_attachments_of_one_volume_count_once() -> None:
+    """Attachments are counted by volume, not by VolumeAttachment object."""
+    handle = _limited_handle({EBS: 2})
+    for name in ("attached", "new"):
+        _add_csi_claim(handle, name)
+    for key in ("va-1", "va-2"):
+        handle.storage.attachments[key] = make_attachment(key, EBS, NODE, "attached")
+    assert _filter(handle, _claims("new")) == SUCCESS
+
+
+def test_attachments_of_two_volumes_with_one_handle_count_once() -> None:
+    handle = _limited_handle({EBS: 2})
+    _add_csi_claim(handle, "new")
+    for name in ("pv-1", "pv-2"):
+        handle.storage.volumes.upsert(make_volume(name).csi(EBS, "shared-handle").volume())
+        handle.storage.attachments[name] = make_attachment(name, EBS, NODE, name)
+    assert _filter(handle, _claims("new")) == SUCCESS
+
+
 def test_attached_volume_of_the_incoming_pod_counts_twice_without_a_pod_using_it() -> None:
     """Only volumes of pods on the node are subtracted from the new ones, as upstream does."""
     handle = _limited_handle({EBS: 1})

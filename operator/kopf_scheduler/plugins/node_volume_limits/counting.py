@@ -225,7 +225,8 @@ class VolumeCounter:
         reads: set[Read] | None = None,
     ) -> tuple[AttachableVolumes, Counter[str]]:
         """The volumes a node's ``pods`` use, and the node's attached count per driver: those
-        volumes plus its ``attachments`` (of known CSI PVs) not among them.
+        volumes plus the distinct volumes its ``attachments`` (of known CSI PVs) name that are
+        not among them (two attachments of one volume count once).
 
         Raises CountingError for a pod whose volumes cannot be counted.
         """
@@ -233,9 +234,11 @@ class VolumeCounter:
         for pod in pods:
             self.collect(pod, csi_node, in_use, incoming=False, reads=reads)
         attached = Counter(in_use.values())
+        counted = set(in_use)
         for attachment in attachments:
             found = self._attached_volume(attachment, reads)
-            if found is not None and found[0] not in in_use:
+            if found is not None and found[0] not in counted:
+                counted.add(found[0])
                 attached[found[1]] += 1
         return in_use, attached
 
