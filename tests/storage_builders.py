@@ -39,7 +39,7 @@ class ClaimBuilder:
                 "name": name,
                 "namespace": namespace,
                 "uid": f"pvc-uid-{namespace}-{name}",
-                "resourceVersion": str(next(_versions)),
+                "resourceVersion": next_version(),
             },
             "spec": {
                 "accessModes": ["ReadWriteOnce"],
@@ -120,7 +120,7 @@ class VolumeBuilder:
             "metadata": {
                 "name": name,
                 "uid": f"pv-uid-{name}",
-                "resourceVersion": str(next(_versions)),
+                "resourceVersion": next_version(),
             },
             "spec": {
                 "accessModes": ["ReadWriteOnce"],
@@ -216,7 +216,7 @@ class ClassBuilder:
         self.raw: dict[str, Any] = {
             "apiVersion": "storage.k8s.io/v1",
             "kind": "StorageClass",
-            "metadata": {"name": name, "resourceVersion": str(next(_versions))},
+            "metadata": {"name": name, "resourceVersion": next_version()},
             "provisioner": "kubernetes.io/no-provisioner",
             "volumeBindingMode": "Immediate",
         }
@@ -266,7 +266,7 @@ def make_csi_node(name: str, drivers: dict[str, int | None] | None = None) -> CS
         {
             "apiVersion": "storage.k8s.io/v1",
             "kind": "CSINode",
-            "metadata": {"name": name, "resourceVersion": str(next(_versions))},
+            "metadata": {"name": name, "resourceVersion": next_version()},
             "spec": {"drivers": entries},
         }
     )
@@ -277,7 +277,7 @@ def make_csi_driver(name: str, storage_capacity: bool = False) -> CSIDriver:
         {
             "apiVersion": "storage.k8s.io/v1",
             "kind": "CSIDriver",
-            "metadata": {"name": name, "resourceVersion": str(next(_versions))},
+            "metadata": {"name": name, "resourceVersion": next_version()},
             "spec": {"storageCapacity": storage_capacity},
         }
     )
@@ -295,7 +295,7 @@ def make_capacity(
     raw: dict[str, Any] = {
         "apiVersion": "storage.k8s.io/v1",
         "kind": "CSIStorageCapacity",
-        "metadata": {"name": name, "namespace": namespace, "resourceVersion": str(next(_versions))},
+        "metadata": {"name": name, "namespace": namespace, "resourceVersion": next_version()},
         "storageClassName": storage_class,
     }
     if topology is not None:
@@ -312,7 +312,7 @@ def make_attachment(name: str, attacher: str, node_name: str, volume: str) -> Vo
         {
             "apiVersion": "storage.k8s.io/v1",
             "kind": "VolumeAttachment",
-            "metadata": {"name": name, "resourceVersion": str(next(_versions))},
+            "metadata": {"name": name, "resourceVersion": next_version()},
             "spec": {
                 "attacher": attacher,
                 "nodeName": node_name,

@@ -117,8 +117,8 @@ def _nominated_loads(
     nominator: PodNominator, mirror: NodeMirror, pod: Pod
 ) -> tuple[list[tuple[int, int, int, int, int]], dict[str, dict[int, int]]]:
     """``(position, cpu, memory, ephemeral storage, pod count)`` of the nominated pods that
-    count against ``pod`` on each node (those of equal or higher priority other than ``pod``),
-    and what they request of other resources: resource -> position -> amount."""
+    count against ``pod`` on each node (see :func:`counts_against`), and what they request of
+    other resources: resource -> position -> amount."""
     position = mirror.position
     loads: list[tuple[int, int, int, int, int]] = []
     scalar: dict[str, dict[int, int]] = {}
