@@ -90,8 +90,9 @@ def test_prune_drops_what_nothing_names() -> None:
 
 
 def attached() -> Scenario:
-    """scenario() with CSINodes for both nodes, pv-9 attached to node-1, pv-rwop-1 to node-0,
-    and pv-spare (of a class no claim uses, claimed by none) attached to node-0."""
+    """scenario() with CSINodes for both nodes, pv-9 attached to node-1 and (a stale
+    attachment) to node-0, pv-rwop-1 to node-0, and pv-spare (of a class no claim uses, claimed
+    by none) attached to node-0."""
     attached = scenario()
     attached.csi_nodes = [csi_node("node-0"), csi_node("node-1")]
     spare = local_volume(
@@ -105,6 +106,7 @@ def attached() -> Scenario:
     attached.volumes.append(spare)
     attached.attachments = [
         attachment("va-9", "node-1", "pv-9"),
+        attachment("va-9-stale", "node-0", "pv-9"),
         attachment("va-rwop", "node-0", "pv-rwop-1"),
         attachment("va-spare", "node-0", "pv-spare"),
     ]
@@ -113,9 +115,15 @@ def attached() -> Scenario:
 
 def test_a_node_or_a_volume_goes_with_its_csi_node_and_attachments() -> None:
     units = removal_units(attached())
-    assert units[-2][-2:] == [("CSINode", "node-1"), ("VolumeAttachment", "va-9")]
-    assert units[-1][-3:] == [
+    # node-1's unit takes pv-9 (pinned to it), so also pv-9's attachment on node-0.
+    assert units[-2][-3:] == [
+        ("CSINode", "node-1"),
+        ("VolumeAttachment", "va-9"),
+        ("VolumeAttachment", "va-9-stale"),
+    ]
+    assert units[-1][-4:] == [
         ("CSINode", "node-0"),
+        ("VolumeAttachment", "va-9-stale"),
         ("VolumeAttachment", "va-rwop"),
         ("VolumeAttachment", "va-spare"),
     ]
