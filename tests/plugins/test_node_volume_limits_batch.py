@@ -300,22 +300,31 @@ def test_the_incoming_pod_must_be_countable_without_the_node(
 IN_TREE_EBS = "kubernetes.io/aws-ebs"
 
 
-@pytest.mark.parametrize("migrated", [False, True], ids=["none-migrated", "n2-migrated"])
-def test_an_in_tree_volume_is_counted_without_the_node_while_no_node_migrates(
-    migrated: bool,
-) -> None:
-    """An inline EBS volume counts under the EBS CSI driver on a node that migrated the in-tree
-    plugin, and not at all elsewhere: the batch form serves it only while no node migrates."""
-    cluster = _limited_cluster([("n2", ["s0"])])
-    if migrated:
-        raw = make_csi_node("n2", {EBS: 1}).raw
-        raw["metadata"]["annotations"] = {MIGRATED_PLUGINS_ANNOTATION: IN_TREE_EBS}
-        cluster.storage.csi_nodes["n2"] = CSINode(raw)
-        cluster.storage.changed(CSI_NODE_KIND, "n2")
+def _migrate(cluster: Cluster, node: str, plugins: str) -> None:
+    raw = make_csi_node(node, {EBS: 1}).raw
+    raw["metadata"]["annotations"] = {MIGRATED_PLUGINS_ANNOTATION: plugins}
+    cluster.storage.csi_nodes[node] = CSINode(raw)
+    cluster.storage.changed(CSI_NODE_KIND, node)
+
+
+def test_an_in_tree_volume_is_counted_as_each_group_of_migrated_nodes_counts_it() -> None:
+    """An inline EBS volume counts under the EBS CSI driver on the nodes that migrated the
+    in-tree plugin (n2 with one other plugin, n3 with EBS alone), and not at all on the others:
+    n0 is as full as n2 but keeps the plugin in-tree."""
+    cluster = _limited_cluster([("n0", ["s1"]), ("n2", ["s0"])])
+    _migrate(cluster, "n2", f"{IN_TREE_EBS},kubernetes.io/gce-pd")
+    _migrate(cluster, "n3", IN_TREE_EBS)
     pod = make_pod("p").volume("ebs", awsElasticBlockStore={"volumeID": "vol-1"}).pod()
-    assert _declines(cluster, pod) is migrated
-    if not migrated:
-        _compare(cluster, pod)
+    assert not _declines(cluster, pod)
+    _compare(cluster, pod)
+    columns = cluster.columns
+    rejections = cluster.plugin.batch_filter().filter_nodes(
+        CycleState(), pod, columns, columns.free_columns()
+    )
+    assert rejections is not None
+    assert rejections.fails.tolist() == [False, False, True, False]
+    _migrate(cluster, "n2", "")
+    _compare(cluster, pod)
 
 
 def test_a_node_with_limits_holding_an_uncountable_pod_is_left_to_the_filter() -> None:

@@ -24,7 +24,8 @@ disks of earlier ones.
 
 The unit tests below pin both sides down: pods with volumes no plugin checks are served; a pod
 only VolumeBinding (all claims bound) or NodeVolumeLimits (CSI volumes) checks is served, with the
-rejections the per-node path gives, also after the storage objects changed; and for each of the
+rejections the per-node path gives, also after the storage objects changed and for in-tree volumes
+some nodes read as migrated to CSI; and for each of the
 other volume plugins, and for what the batch forms do not model, a pod rejected on some node is
 left to the per-node path.
 """
@@ -497,14 +498,6 @@ def _rejections(outcome: tuple[Any, ...]) -> dict[str, tuple[str, ...]]:
             id="volume-restrictions-inline-disk",
         ),
         pytest.param(
-            _cluster([_pod().volume("disk", cinder={"volumeID": "c-1"}).obj()]),
-            [csi_node("n0", {CINDER: 0}, "kubernetes.io/cinder")],
-            node_volume_limits.NAME,
-            node_volume_limits.REASON_MAX_VOLUME_COUNT,
-            {"n0"},
-            id="node-volume-limits-inline-migrated-disk",
-        ),
-        pytest.param(
             _cluster(
                 [_pod().claim("data").obj()],
                 profile=_without(volume_binding_plugin.NAME, node_volume_limits.NAME),
@@ -530,6 +523,37 @@ def _rejections(outcome: tuple[Any, ...]) -> dict[str, tuple[str, ...]]:
             {"n1", "n2", "n4", "n5"},
             id="volume-binding-delay-binding-claim",
         ),
+    ],
+)
+def test_a_volume_plugin_that_did_not_skip_sends_the_attempt_to_the_per_node_path(
+    world: World,
+    objects: list[StorageObject],
+    plugin: str,
+    reason: str,
+    rejected: set[str],
+) -> None:
+    served, outcome, skipped = _served(world, objects)
+    assert plugin not in skipped
+    assert VOLUME_PLUGINS - {plugin} - _disabled(world.profile) <= skipped
+    assert {name for name, reasons in _rejections(outcome).items() if reason in reasons} == rejected
+    assert served == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# The two volume plugins with a batch form.
+
+
+@pytest.mark.parametrize(
+    ("world", "objects", "plugin", "reason", "rejected"),
+    [
+        pytest.param(
+            _cluster([_pod().volume("disk", cinder={"volumeID": "c-1"}).obj()]),
+            [csi_node("n0", {CINDER: 0}, "kubernetes.io/cinder")],
+            node_volume_limits.NAME,
+            node_volume_limits.REASON_MAX_VOLUME_COUNT,
+            {"n0"},
+            id="node-volume-limits-inline-migrated-disk",
+        ),
         pytest.param(
             _cluster(
                 [_pod().claim("data").obj()],
@@ -553,22 +577,20 @@ def _rejections(outcome: tuple[Any, ...]) -> dict[str, tuple[str, ...]]:
         ),
     ],
 )
-def test_a_volume_plugin_that_did_not_skip_sends_the_attempt_to_the_per_node_path(
+def test_an_in_tree_volume_is_served_as_each_node_reads_it_migrated_or_not(
     world: World,
     objects: list[StorageObject],
     plugin: str,
     reason: str,
     rejected: set[str],
 ) -> None:
+    """n0 (of NodeVolumeLimits' case) and n1 (of VolumeBinding's) have migrated the volume's
+    in-tree plugin and read it as their CSI driver's: a slot over the limit, an affinity on the
+    driver's topology key that the node lacks; the other nodes read it as it is."""
     served, outcome, skipped = _served(world, objects)
     assert plugin not in skipped
-    assert VOLUME_PLUGINS - {plugin} - _disabled(world.profile) <= skipped
     assert {name for name, reasons in _rejections(outcome).items() if reason in reasons} == rejected
-    assert served == 0
-
-
-# ---------------------------------------------------------------------------------------------
-# The two volume plugins with a batch form.
+    assert served == 1
 
 
 def _csi_claim(name: str) -> list[StorageObject]:

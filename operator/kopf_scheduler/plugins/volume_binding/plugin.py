@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 from kopf_scheduler import plugin_api as api
 from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.plugins.migrated_nodes import MigratedNodes
 from kopf_scheduler.plugins.volume_binding.args import Args
 from kopf_scheduler.plugins.volume_binding.batch import nodes_admitting_bound_volumes
 from kopf_scheduler.plugins.volume_binding.claims import (
@@ -84,6 +85,7 @@ class VolumeBinding:
     def __init__(self, args: Args, handle: api.Handle) -> None:
         self.args = args
         self._handle = handle
+        self._migration: MigratedNodes | None = None
 
     # PreFilter / Filter ------------------------------------------------------------------
 
@@ -136,7 +138,9 @@ class VolumeBinding:
         data = state.get(STATE_KEY)
         if data is None or data.claims.delay_binding:
             raise api.Fallback
-        admitted = nodes_admitting_bound_volumes(data.claims.bound, nodes, self._handle.storage)
+        storage = self._handle.storage
+        self._migration = MigratedNodes.over(self._migration, nodes.mirror, storage)
+        admitted = nodes_admitting_bound_volumes(data.claims.bound, nodes, storage, self._migration)
         data.pod_volumes_on_any_node = PodVolumes()
         if admitted is None or admitted.all():
             return None
