@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 
 from kopf_scheduler.cache.storage_cache import (
-    CSI_NODE_KIND,
     STORAGE_CLASS_KIND,
     VOLUME_KIND,
     AssumeCache,
@@ -15,11 +14,9 @@ from kopf_scheduler.cache.storage_cache import (
     StorageCache,
 )
 from kopf_scheduler.model.storage import (
-    MIGRATED_PLUGINS_ANNOTATION,
-    CSINode,
     PersistentVolume,
 )
-from tests.storage_builders import make_csi_node, make_volume
+from tests.storage_builders import make_volume
 
 
 def _pv(version: str, claimed_by: str = "") -> PersistentVolume:
@@ -107,36 +104,3 @@ def test_the_listeners_hear_api_changes_and_not_assumptions() -> None:
     storage.changed(STORAGE_CLASS_KIND, "fast")
 
     assert heard == [(VOLUME_KIND, "pv"), (VOLUME_KIND, "pv"), (STORAGE_CLASS_KIND, "fast")]
-
-
-def _csi_node(name: str, migrated: str) -> CSINode:
-    raw = make_csi_node(name).raw
-    raw["metadata"]["annotations"] = {MIGRATED_PLUGINS_ANNOTATION: migrated}
-    return CSINode(raw)
-
-
-def test_the_migrating_csi_nodes_follow_the_csi_node_changes() -> None:
-    storage = StorageCache()
-
-    def migrating() -> set[str]:
-        return {csi_node.name for csi_node in storage.migrating_csi_nodes()}
-
-    for name, migrated in (
-        ("a", "kubernetes.io/aws-ebs"),
-        ("b", ""),
-        ("c", "kubernetes.io/cinder"),
-    ):
-        storage.csi_nodes[name] = _csi_node(name, migrated)
-        storage.changed(CSI_NODE_KIND, name)
-    assert migrating() == {"a", "c"}
-
-    storage.csi_nodes["a"] = _csi_node("a", "")
-    storage.changed(CSI_NODE_KIND, "a")
-    storage.csi_nodes["b"] = _csi_node("b", "kubernetes.io/gce-pd")
-    storage.changed(CSI_NODE_KIND, "b")
-    del storage.csi_nodes["c"]
-    storage.changed(CSI_NODE_KIND, "c")
-    assert migrating() == {"b"}
-    assert [csi_node.migrated_plugins for csi_node in storage.migrating_csi_nodes()] == [
-        frozenset({"kubernetes.io/gce-pd"})
-    ]

@@ -59,6 +59,8 @@ PREFIX = "prefix"
 EBS = "ebs.csi.aws.com"
 GCE = "pd.csi.storage.gke.io"
 IN_TREE_EBS = "kubernetes.io/aws-ebs"
+IN_TREE_PORTWORX = "kubernetes.io/portworx-volume"
+PORTWORX = "pxd.portworx.com"
 HOSTPATH = "kubernetes.io/hostpath"
 
 LIMITED = "limited"
@@ -722,12 +724,14 @@ def test_unbound_claim_handle_is_prefix_namespace_and_name(prefix: str, want: St
     [
         pytest.param(EBS, TOO_MANY, id="csi-provisioner"),
         pytest.param(IN_TREE_EBS, TOO_MANY, id="migrated-in-tree-provisioner"),
-        pytest.param("kubernetes.io/gce-pd", SUCCESS, id="in-tree-provisioner-not-migrated"),
+        pytest.param("kubernetes.io/gce-pd", TOO_MANY, id="in-tree-provisioner-not-listed"),
+        pytest.param(IN_TREE_PORTWORX, SUCCESS, id="portworx-provisioner-not-listed"),
+        pytest.param("kubernetes.io/azure-file", SUCCESS, id="never-migrated-provisioner"),
         pytest.param("", SUCCESS, id="no-provisioner"),
     ],
 )
 def test_unbound_claim_driver_from_class(provisioner: str, want: Status) -> None:
-    handle = _limited_handle({EBS: 0, GCE: 0, "file.csi.azure.com": 0}, IN_TREE_EBS)
+    handle = _limited_handle({EBS: 0, GCE: 0, PORTWORX: 0, "file.csi.azure.com": 0}, IN_TREE_EBS)
     handle.storage.classes["c"] = make_class("c").provisioner(provisioner).storage_class()
     handle.storage.claims.upsert(make_claim("unbound").storage_class("c").claim())
     assert _filter(handle, _claims("unbound")) == want
@@ -739,14 +743,38 @@ def test_claim_with_unknown_class_is_not_counted() -> None:
     assert _filter(handle, _claims("unbound")) == SUCCESS
 
 
-def test_migration_needs_the_plugin_listed_on_the_node() -> None:
+def test_ebs_volumes_count_on_a_csi_node_that_does_not_list_the_plugin() -> None:
+    """v1.34.10's NodeVolumeLimits reads AWS EBS (as GCE PD, Azure Disk and Cinder) as migrated
+    on every node with a CSINode, without reading its annotation."""
     handle = _limited_handle({EBS: 1}, "kubernetes.io/gce-pd")
     handle.storage.claims.upsert(make_claim("old").volume_name("old").claim())
     handle.storage.volumes.upsert(
         make_volume("old").source("awsElasticBlockStore", volumeID="vol-1").volume()
     )
     existing = make_pod("e").volume("ebs", awsElasticBlockStore={"volumeID": "vol-2"})
-    assert _filter(handle, _claims("old"), existing) == SUCCESS
+    assert _filter(handle, _claims("old"), existing) == TOO_MANY
+
+
+@pytest.mark.parametrize(
+    ("listed", "want"),
+    [
+        pytest.param((IN_TREE_PORTWORX,), TOO_MANY, id="listed"),
+        pytest.param(("kubernetes.io/gce-pd",), SUCCESS, id="other-plugin-listed"),
+    ],
+)
+def test_portworx_volumes_count_only_where_the_plugin_is_listed(
+    listed: tuple[str, ...], want: Status
+) -> None:
+    handle = _limited_handle({PORTWORX: 1}, *listed)
+    existing = make_pod("e").volume("px", portworxVolume={"volumeID": "px-1"})
+    pod = make_pod("p").volume("px", portworxVolume={"volumeID": "px-2"})
+    assert _filter(handle, pod, existing) == want
+
+
+def test_inline_volume_is_not_translated_on_a_node_without_a_csi_node() -> None:
+    handle = Handle()
+    existing = make_pod("e").volume("ebs", awsElasticBlockStore={"volumeID": "vol-1"})
+    assert _filter(handle, _ebs_inline("aws://us-east-1a/disk-1"), existing) == SUCCESS
 
 
 @pytest.mark.parametrize(
@@ -771,11 +799,6 @@ def test_inline_volume_the_library_refuses_is_an_error() -> None:
         "converting volume(ebs) from inline to csi: failed to translate Kubernetes ID to EBS "
         "Volume ID Invalid format for AWS volume (aws://us-east-1a/disk-1)",
     )
-
-
-def test_inline_volume_of_unmigrated_plugin_is_not_translated() -> None:
-    handle = _limited_handle({EBS: 1})
-    assert _filter(handle, _ebs_inline("aws://us-east-1a/disk-1")) == SUCCESS
 
 
 def test_in_tree_pv_the_library_refuses_is_not_counted() -> None:

@@ -300,21 +300,40 @@ def test_the_incoming_pod_must_be_countable_without_the_node(
 IN_TREE_EBS = "kubernetes.io/aws-ebs"
 
 
-def _migrate(cluster: Cluster, node: str, plugins: str) -> None:
-    raw = make_csi_node(node, {EBS: 1}).raw
-    raw["metadata"]["annotations"] = {MIGRATED_PLUGINS_ANNOTATION: plugins}
+PORTWORX = "pxd.portworx.com"
+IN_TREE_PORTWORX = "kubernetes.io/portworx-volume"
+
+
+def _replace_csi_node(
+    cluster: Cluster, node: str, limits: dict[str, int | None], listed: str
+) -> None:
+    raw = make_csi_node(node, limits).raw
+    raw["metadata"]["annotations"] = {MIGRATED_PLUGINS_ANNOTATION: listed}
     cluster.storage.csi_nodes[node] = CSINode(raw)
     cluster.storage.changed(CSI_NODE_KIND, node)
 
 
-def test_an_in_tree_volume_is_counted_as_each_group_of_migrated_nodes_counts_it() -> None:
-    """An inline EBS volume counts under the EBS CSI driver on the nodes that migrated the
-    in-tree plugin (n2 with one other plugin, n3 with EBS alone), and not at all on the others:
-    n0 is as full as n2 but keeps the plugin in-tree."""
+def _place_portworx_holder(cluster: Cluster, node: str) -> None:
+    holder = make_pod(f"holder-{node}").volume("px", portworxVolume={"volumeID": f"px-{node}"})
+    cluster.cache.add_pod(holder.node(node).pod())
+    cluster.cache.update_snapshot(cluster.snapshot)
+
+
+def test_in_tree_volumes_count_as_each_group_of_nodes_reads_them() -> None:
+    """EBS volumes count under their CSI driver on every node with a CSINode, listed as
+    migrated or not (n0 and n2 are full); Portworx volumes only where the CSINode lists the
+    plugin: n1 and n3 each hold one Portworx volume at a limit of one, and only n1 lists it."""
     cluster = _limited_cluster([("n0", ["s1"]), ("n2", ["s0"])])
-    _migrate(cluster, "n2", f"{IN_TREE_EBS},kubernetes.io/gce-pd")
-    _migrate(cluster, "n3", IN_TREE_EBS)
-    pod = make_pod("p").volume("ebs", awsElasticBlockStore={"volumeID": "vol-1"}).pod()
+    _replace_csi_node(cluster, "n1", {PORTWORX: 1}, IN_TREE_PORTWORX)
+    _replace_csi_node(cluster, "n3", {PORTWORX: 1}, "")
+    _place_portworx_holder(cluster, "n1")
+    _place_portworx_holder(cluster, "n3")
+    pod = (
+        make_pod("p")
+        .volume("ebs", awsElasticBlockStore={"volumeID": "vol-1"})
+        .volume("px", portworxVolume={"volumeID": "px-new"})
+        .pod()
+    )
     assert not _declines(cluster, pod)
     _compare(cluster, pod)
     columns = cluster.columns
@@ -322,8 +341,8 @@ def test_an_in_tree_volume_is_counted_as_each_group_of_migrated_nodes_counts_it(
         CycleState(), pod, columns, columns.free_columns()
     )
     assert rejections is not None
-    assert rejections.fails.tolist() == [False, False, True, False]
-    _migrate(cluster, "n2", "")
+    assert rejections.fails.tolist() == [True, True, True, False]
+    _replace_csi_node(cluster, "n1", {PORTWORX: 1}, "")
     _compare(cluster, pod)
 
 

@@ -14,16 +14,11 @@ keeps) subscribe as :class:`StorageListener` and hear the kind and key of every 
 version was added, changed or deleted. The claim and volume shelves tell them by themselves; the
 other shelves are plain dictionaries, and whoever writes one calls :meth:`StorageCache.changed`
 after the write (the watch handlers do). Assumptions change no API version and are not told.
-
-The same signal keeps the one derived fact the cache holds itself: which CSINodes mark an in-tree
-plugin as migrated to its CSI driver. The volume plugins ask it on every attempt with an in-tree
-volume, and on a large cluster usually none does, so the answer must not cost a walk over every
-CSINode.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Iterator
 from typing import Generic, Protocol, TypeVar
 
 from kopf_scheduler.model.storage import (
@@ -156,8 +151,6 @@ class StorageCache:
         self.capacities: dict[str, CSIStorageCapacity] = {}
         """By ``namespace/name``."""
         self.attachments: dict[str, VolumeAttachment] = {}
-        self._migrating: dict[str, CSINode] = {}
-        """The CSINodes that mark some in-tree plugin as migrated, by node name."""
 
     def subscribe(self, listener: StorageListener) -> None:
         """Tell ``listener`` about every API object changed from now on."""
@@ -166,12 +159,6 @@ class StorageCache:
     def changed(self, kind: str, key: str) -> None:
         """Tell the listeners that the API object ``kind``/``key`` was added, changed or
         deleted (``kind`` is one of the constants above)."""
-        if kind == CSI_NODE_KIND:
-            csi_node = self.csi_nodes.get(key)
-            if csi_node is not None and csi_node.migrated_plugins:
-                self._migrating[key] = csi_node
-            else:
-                self._migrating.pop(key, None)
         for listener in self._listeners:
             listener.storage_changed(kind, key)
 
@@ -186,10 +173,6 @@ class StorageCache:
 
     def csi_node(self, node_name: str) -> CSINode | None:
         return self.csi_nodes.get(node_name)
-
-    def migrating_csi_nodes(self) -> Collection[CSINode]:
-        """The CSINodes that mark some in-tree plugin as migrated to its CSI driver."""
-        return self._migrating.values()
 
     def csi_driver(self, name: str) -> CSIDriver | None:
         return self.csi_drivers.get(name)

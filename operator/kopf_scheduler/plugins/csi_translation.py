@@ -11,9 +11,11 @@ as rewritten. The facts of the library both plugins read live here, once:
   field, the plugin's name (also a StorageClass provisioner) and its CSI driver;
 - which of them the scheduler honours as migrated: AWS EBS, GCE PD, Azure Disk, Cinder and
   Portworx (its gate is locked on in v1.34). Azure File and vSphere never are;
-- on which node (:func:`is_migration_on`): the one whose CSINode lists the plugin. The annotation
-  is split on commas and its entries are compared exactly as written, spaces included, as both
-  plugins do in v1.34.10;
+- on which node. For VolumeBinding (:func:`is_migration_on`): the one whose CSINode lists the
+  plugin. The annotation is split on commas and its entries are compared exactly as written,
+  spaces included. For NodeVolumeLimits (:func:`is_counted_as_migrated`): any node with a CSINode
+  for the four plugins whose migration is GA (AWS EBS, GCE PD, Azure Disk, Cinder), whatever the
+  annotation says, and a node whose CSINode lists it for Portworx, as v1.34.10's plugin decides;
 - the CSI volume handle of an in-tree source (:func:`csi_volume_handle`): the EBS volume ID (from
   ``vol-...`` or ``aws://<zone>/vol-...``), ``projects/UNSPECIFIED/zones/<zone>/disks/<disk>``
   for a GCE PD (``regions/<region>`` when its zone label lists several zones of one region,
@@ -346,6 +348,28 @@ def is_migration_on(csi_node: CSINode | None, plugin: InTreePlugin) -> bool:
     if csi_node is None or plugin.volume_handle is None:
         return False
     return plugin.name in csi_node.migrated_plugins
+
+
+_MIGRATED_WHEREVER_CSI_NODE = frozenset(
+    {
+        "kubernetes.io/aws-ebs",
+        "kubernetes.io/gce-pd",
+        "kubernetes.io/azure-disk",
+        "kubernetes.io/cinder",
+    }
+)
+"""The plugins NodeVolumeLimits reads as migrated on every node that has a CSINode."""
+
+
+def is_counted_as_migrated(csi_node: CSINode | None, plugin: InTreePlugin) -> bool:
+    """Whether NodeVolumeLimits counts ``plugin``'s volumes under its CSI driver on the node whose
+    CSINode is given: without a CSINode never; AWS EBS, GCE PD, Azure Disk and Cinder on any
+    CSINode, listed or not; Portworx where listed; Azure File and vSphere never."""
+    if csi_node is None:
+        return False
+    if plugin.name in _MIGRATED_WHEREVER_CSI_NODE:
+        return True
+    return is_migration_on(csi_node, plugin)
 
 
 def csi_volume_handle(

@@ -1,15 +1,16 @@
-"""The nodes grouped by the in-tree volume plugins they have migrated to CSI, over the node mirror.
+"""The nodes grouped by how they read in-tree volumes, over the node mirror.
 
-An in-tree PV (an AWS EBS disk, a GCE PD, ...) reads differently on a node whose CSINode marks
-its plugin as migrated: VolumeBinding checks the PV's node affinity as translated for the CSI
-driver, and NodeVolumeLimits counts the volume under that driver. On every other node the PV is
-read as it is. The nodes that agree on the set of migrated plugins agree on every such reading,
-so the batch Filters of both plugins decide each group of them as one, with any CSINode of the
-group standing for all. A cluster has few groups (typically the nodes running a driver with
-migration on, and the rest).
+An in-tree PV (an AWS EBS disk, a GCE PD, ...) reads differently from node to node, by the
+node's CSINode: VolumeBinding checks the PV's node affinity as translated for the CSI driver on
+a node whose CSINode lists the plugin as migrated, and NodeVolumeLimits counts the volume under
+that driver on any node with a CSINode (Portworx: where listed; see
+:mod:`kopf_scheduler.plugins.csi_translation`). The nodes without a CSINode, and those whose
+CSINodes list the same plugins, agree on every such reading, so the batch Filters of both
+plugins decide each group as one, with one CSINode of the group standing for all. A cluster has
+few groups (typically the nodes running a driver, those with migration on, and the rest).
 
-The groups are worked out from the storage cache's migrating CSINodes and kept until a CSINode
-changes or the mirror's layout is rebuilt; a node's pods changing leaves them as they are.
+The groups are worked out from the storage cache's CSINodes and kept until a CSINode changes or
+the mirror's layout is rebuilt; a node's pods changing leaves them as they are.
 """
 
 from __future__ import annotations
@@ -23,13 +24,13 @@ from kopf_scheduler.model.storage import CSINode
 
 
 class MigrationGroup:
-    """Nodes that have migrated the same in-tree plugins."""
+    """Nodes that read in-tree volumes alike: without a CSINode, or listing the same plugins."""
 
     __slots__ = ("csi_node", "mask")
 
     def __init__(self, csi_node: CSINode | None, mask: api.BoolArray) -> None:
         self.csi_node = csi_node
-        """The CSINode of one of the nodes (``None`` for the nodes that migrated nothing)."""
+        """The CSINode of one of the nodes (``None`` for the nodes without one)."""
         self.mask = mask
         """The group's positions in the mirror."""
 
@@ -72,7 +73,7 @@ class MigratedNodes:
     def _partition(self) -> list[MigrationGroup]:
         size = self.mirror.size
         members: dict[frozenset[str], tuple[CSINode, list[int]]] = {}
-        for csi_node in self.storage.migrating_csi_nodes():
+        for csi_node in self.storage.csi_nodes.values():
             position = self.mirror.position.get(csi_node.name)
             if position is None:
                 continue

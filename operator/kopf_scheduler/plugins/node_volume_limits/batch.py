@@ -1,7 +1,7 @@
 """NodeVolumeLimits over all nodes at once: the Filter's arithmetic on the node index's columns.
 
-The incoming pod's volumes are counted once, or, when the count depends on which in-tree plugins
-a node has migrated to CSI, once per group of nodes that migrated the same plugins
+The incoming pod's volumes are counted once, or, when the count depends on the node's CSINode
+(an in-tree volume), once per group of nodes that read in-tree volumes alike
 (:mod:`kopf_scheduler.plugins.migrated_nodes`). For each driver among them, a node is rejected
 where it sets a limit and its attached count plus the pod's volumes of that driver exceed it;
 the few nodes where a pod already uses one of the incoming pod's volumes (which is then free
@@ -72,14 +72,12 @@ class BatchVolumeLimits(api.BatchFilterOverPodVolumes):
         self, pod: Pod, mirror: api.NodeMirror
     ) -> list[tuple[api.BoolArray | None, AttachableVolumes]]:
         """The pod's volumes as each group of nodes counts them: one entry for all nodes (mask
-        ``None``) unless the count depends on which in-tree plugins a node has migrated and
-        some node has migrated one, then one per migration group."""
+        ``None``) unless the count depends on the node's CSINode, then one per group."""
         reads: set[Read] = set()
         unmigrated = self._collect(pod, None, reads)
-        storage = self._handle.storage
-        if MIGRATION_READ not in reads or not storage.migrating_csi_nodes():
+        if MIGRATION_READ not in reads:
             return [(None, unmigrated)]
-        self._migration = MigratedNodes.over(self._migration, mirror, storage)
+        self._migration = MigratedNodes.over(self._migration, mirror, self._handle.storage)
         return [
             (
                 group.mask,

@@ -2,8 +2,9 @@
 
 Every volume is identified by ``<driver>/<volume handle>``:
 - a claim bound to a CSI PV (``spec.volumeName``, bind completed or not) uses the PV's driver and
-  handle; an in-tree PV counts under its CSI driver when the node has migrated its plugin (see
-  :mod:`kopf_scheduler.plugins.csi_translation`), any other PV not at all;
+  handle; an in-tree PV counts under its CSI driver when the node counts its plugin as migrated
+  (for all but Portworx, any node with a CSINode: see
+  :func:`kopf_scheduler.plugins.csi_translation.is_counted_as_migrated`), any other PV not at all;
 - a claim without a volume name, or naming a PV not (yet) known, counts under its
   StorageClass's provisioner (or the CSI driver of a migrated in-tree provisioner) with a handle
   made from the claim's namespace and name behind a random per-instance prefix, so that it cannot
@@ -21,8 +22,9 @@ An ephemeral volume's claim that the pod does not control, and an inline volume 
 library refuses, are :class:`CountingError`.
 
 The counter can note what each count read (:data:`Read`): the claims, volumes and classes by
-kind and key, and :data:`MIGRATION_READ` when the answer depended on which in-tree plugins the
-node has migrated. The node index (:mod:`.node_index`) keeps counts until one of those changes.
+kind and key, and :data:`MIGRATION_READ` when the answer depended on the node's CSINode (whether
+it has one, and which in-tree plugins it lists as migrated). The node index
+(:mod:`.node_index`) keeps counts until one of those changes.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from kopf_scheduler.plugins.csi_translation import (
     InTreePlugin,
     TranslationError,
     csi_volume_handle,
-    is_migration_on,
+    is_counted_as_migrated,
     plugin_for_source,
     plugin_named,
 )
@@ -55,7 +57,7 @@ Read = tuple[str, str]
 """A storage object a count read: (kind, key), the kinds of :mod:`kopf_scheduler.plugin_api`."""
 
 MIGRATION_READ: Read = (api.CSI_NODE_KIND, "")
-"""The count depended on the in-tree plugins the node's CSINode marks as migrated."""
+"""The count depended on whether the node counts an in-tree plugin as migrated (its CSINode)."""
 
 
 class ClaimNotFoundError(Exception):
@@ -106,7 +108,7 @@ def _controlled_by(claim: PersistentVolumeClaim, pod: Pod) -> bool:
 def _migrated(csi_node: CSINode | None, plugin: InTreePlugin, reads: set[Read] | None) -> bool:
     if reads is not None and plugin.volume_handle is not None:
         reads.add(MIGRATION_READ)
-    return is_migration_on(csi_node, plugin)
+    return is_counted_as_migrated(csi_node, plugin)
 
 
 class VolumeCounter:

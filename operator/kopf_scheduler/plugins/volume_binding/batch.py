@@ -3,7 +3,7 @@
 With every claim bound there is nothing to match or provision: a node fits when the PV of each
 claim admits it by its required node affinity, and otherwise gets the one rejection
 ``node(s) didn't match PersistentVolume's node affinity``. The affinities are evaluated on the
-node label columns. An in-tree PV is read per group of nodes that migrated the same plugins
+node label columns. An in-tree PV is read per group of nodes that read in-tree volumes alike
 (:mod:`kopf_scheduler.plugins.migrated_nodes`): as translated for its CSI driver where its plugin
 is migrated, as it is elsewhere.
 
