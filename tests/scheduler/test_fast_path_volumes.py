@@ -484,7 +484,7 @@ def _rejections(outcome: tuple[Any, ...]) -> dict[str, tuple[str, ...]]:
 
 
 @pytest.mark.parametrize(
-    ("world", "objects", "plugin", "reason", "rejected"),
+    ("world", "objects", "plugin", "reason", "rejected", "served"),
     [
         pytest.param(
             _cluster(
@@ -495,6 +495,7 @@ def _rejections(outcome: tuple[Any, ...]) -> dict[str, tuple[str, ...]]:
             volume_restrictions.NAME,
             volume_restrictions.REASON_DISK_CONFLICT,
             {"n0"},
+            0,
             id="volume-restrictions-inline-disk",
         ),
         pytest.param(
@@ -506,6 +507,7 @@ def _rejections(outcome: tuple[Any, ...]) -> dict[str, tuple[str, ...]]:
             volume_zone.NAME,
             volume_zone.REASON_CONFLICT,
             {"n1", "n2", "n4", "n5"},
+            0,
             id="volume-zone-bound-claim",
         ),
         pytest.param(
@@ -521,37 +523,16 @@ def _rejections(outcome: tuple[Any, ...]) -> dict[str, tuple[str, ...]]:
             volume_binding_plugin.NAME,
             volume_binding_plugin.REASON_BIND_CONFLICT,
             {"n1", "n2", "n4", "n5"},
+            0,
             id="volume-binding-delay-binding-claim",
         ),
-    ],
-)
-def test_a_volume_plugin_that_did_not_skip_sends_the_attempt_to_the_per_node_path(
-    world: World,
-    objects: list[StorageObject],
-    plugin: str,
-    reason: str,
-    rejected: set[str],
-) -> None:
-    served, outcome, skipped = _served(world, objects)
-    assert plugin not in skipped
-    assert VOLUME_PLUGINS - {plugin} - _disabled(world.profile) <= skipped
-    assert {name for name, reasons in _rejections(outcome).items() if reason in reasons} == rejected
-    assert served == 0
-
-
-# ---------------------------------------------------------------------------------------------
-# The two volume plugins with a batch form.
-
-
-@pytest.mark.parametrize(
-    ("world", "objects", "plugin", "reason", "rejected"),
-    [
         pytest.param(
             _cluster([_pod().volume("disk", cinder={"volumeID": "c-1"}).obj()]),
             [csi_node("n0", {CINDER: 0}, "kubernetes.io/cinder")],
             node_volume_limits.NAME,
             node_volume_limits.REASON_MAX_VOLUME_COUNT,
             {"n0"},
+            1,
             id="node-volume-limits-inline-migrated-disk",
         ),
         pytest.param(
@@ -573,24 +554,33 @@ def test_a_volume_plugin_that_did_not_skip_sends_the_attempt_to_the_per_node_pat
             volume_binding_plugin.NAME,
             volume_binding_plugin.REASON_NODE_CONFLICT,
             {"n1", "n2", "n4", "n5"},
+            1,
             id="volume-binding-in-tree-volume-while-a-node-migrates-it",
         ),
     ],
 )
-def test_an_in_tree_volume_is_served_as_each_node_reads_it_migrated_or_not(
+def test_a_volume_plugin_that_did_not_skip_is_served_only_where_its_batch_form_models_the_pod(
     world: World,
     objects: list[StorageObject],
     plugin: str,
     reason: str,
     rejected: set[str],
+    served: int,
 ) -> None:
-    """n0 (of NodeVolumeLimits' case) and n1 (of VolumeBinding's) have migrated the volume's
-    in-tree plugin and read it as their CSI driver's: a slot over the limit, an affinity on the
-    driver's topology key that the node lacks; the other nodes read it as it is."""
-    served, outcome, skipped = _served(world, objects)
+    """The per-node path decides (``served`` 0) for the plugins without a batch form and for
+    what the batch forms leave to it; an in-tree volume is served (``served`` 1) as each node
+    reads it: n0 (NodeVolumeLimits' case) and n1 (VolumeBinding's) have migrated the volume's
+    plugin and read it as their CSI driver's, a slot over the limit and an affinity on the
+    driver's topology key that n1 lacks; the other nodes read it as it is."""
+    attempts_served, outcome, skipped = _served(world, objects)
     assert plugin not in skipped
+    assert VOLUME_PLUGINS - {plugin} - _disabled(world.profile) <= skipped
     assert {name for name, reasons in _rejections(outcome).items() if reason in reasons} == rejected
-    assert served == 1
+    assert attempts_served == served
+
+
+# ---------------------------------------------------------------------------------------------
+# The two volume plugins with a batch form.
 
 
 def _csi_claim(name: str) -> list[StorageObject]:
