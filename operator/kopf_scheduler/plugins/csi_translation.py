@@ -2,10 +2,11 @@
 
 Kubernetes hands the work of most in-tree volume plugins to CSI drivers. A node that has done so
 for a plugin lists the plugin in its CSINode's ``storage.alpha.kubernetes.io/migrated-plugins``
-annotation, and on that node the scheduler reads the plugin's volumes as Kubernetes'
-csi-translation library rewrites them for the driver: NodeVolumeLimits counts them against the
-driver's attach limit by their CSI volume handle, VolumeBinding checks a bound PV's node affinity
-as rewritten. The facts of the library both plugins read live here, once:
+annotation. On the nodes each plugin takes as migrated (below: not the same nodes for both), the
+scheduler reads the plugin's volumes as Kubernetes' csi-translation library rewrites them for the
+driver: NodeVolumeLimits counts them against the driver's attach limit by their CSI volume
+handle, VolumeBinding checks a bound PV's node affinity as rewritten. The facts of the library
+both plugins read live here, once:
 
 - the seven in-tree plugins the library translates (:data:`IN_TREE_PLUGINS`): the volume source
   field, the plugin's name (also a StorageClass provisioner) and its CSI driver;
