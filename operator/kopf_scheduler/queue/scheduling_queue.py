@@ -343,12 +343,13 @@ class SchedulingQueue:
         """Offer ``event`` to every unschedulable pod (passing ``pre_check``, if given)."""
         if not self._hints.is_event_of_interest(event):
             return
-        candidates = [
-            info
-            for info in self._unschedulable.values()
-            if pre_check is None or pre_check(info.pod)
-        ]
-        self._move_pods(candidates, event, old_obj, new_obj)
+        hints = self._hints
+        offered = self._unschedulable.offered(
+            lambda plugin: hints.gating_plugin_interested(plugin, event)
+        )
+        if pre_check is not None:
+            offered = [info for info in offered if pre_check(info.pod)]
+        self._move_pods(offered, event, old_obj, new_obj)
 
     def assigned_pod_added(self, pod: Pod) -> None:
         self.move_all_to_active_or_backoff_queue(ASSIGNED_POD_ADD, None, pod)

@@ -3,22 +3,34 @@
 Two kinds live here: pods that were tried and rejected (a matching event or the five-minute
 flush moves them on), and pods a PreEnqueue plugin holds back ("gated", e.g. scheduling gates or
 a running async preemption), which only an event their gating plugin registered can release.
-The map is keyed by ``namespace/name`` and keeps insertion order, so moves are reproducible. The
-gated flag is recorded when a pod is stored, which keeps the ``unschedulable`` / ``gated`` counts
-of ``scheduler_pending_pods`` consistent even while a pod's gating state is being recomputed.
+The map is keyed by ``namespace/name`` and keeps the order pods were last stored in, so moves
+are reproducible. The
+gated flag and gating plugin are recorded when a pod is stored, which keeps the ``unschedulable``
+/ ``gated`` counts of ``scheduler_pending_pods`` consistent even while a pod's gating state is
+being recomputed.
+
+Gated pods are also grouped by their gating plugin. Every bind is an event offered to the whole
+map, and a cluster can hold ten thousand gated pods that no bind concerns; with the groups, an
+event none of the gating plugins registered is offered to the rejected pods alone instead of
+being turned down once per gated pod.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from kopf_scheduler.framework.types import QueuedPodInfo
 
 
 class UnschedulablePods:
-    __slots__ = ("_gated", "_pods")
+    __slots__ = ("_gated_by_plugin", "_gating_plugin_of", "_pods", "_rejected")
 
     def __init__(self) -> None:
         self._pods: dict[str, QueuedPodInfo] = {}
-        self._gated: set[str] = set()
+        self._rejected: dict[str, QueuedPodInfo] = {}
+        """The pods stored while not gated."""
+        self._gated_by_plugin: dict[str, dict[str, QueuedPodInfo]] = {}
+        self._gating_plugin_of: dict[str, str] = {}
 
     def __len__(self) -> int:
         return len(self._pods)
@@ -29,29 +41,58 @@ class UnschedulablePods:
     def add_or_update(self, info: QueuedPodInfo) -> bool:
         """Store the pod (replacing any entry with its key); returns whether it is new here."""
         key = info.pod.key
-        is_new = key not in self._pods
+        is_new = self.delete(key) is None
         self._pods[key] = info
         if info.gated:
-            self._gated.add(key)
+            plugin = info.gating_plugin
+            self._gated_by_plugin.setdefault(plugin, {})[key] = info
+            self._gating_plugin_of[key] = plugin
         else:
-            self._gated.discard(key)
+            self._rejected[key] = info
         return is_new
 
     def get(self, key: str) -> QueuedPodInfo | None:
         return self._pods.get(key)
 
     def delete(self, key: str) -> QueuedPodInfo | None:
-        self._gated.discard(key)
-        return self._pods.pop(key, None)
+        info = self._pods.pop(key, None)
+        if info is not None:
+            self._forget_group(key)
+        return info
 
     def values(self) -> list[QueuedPodInfo]:
-        """A snapshot of the stored pods, in the order they arrived."""
+        """A snapshot of the stored pods, in the order they were last stored."""
         return list(self._pods.values())
+
+    def offered(self, releases: Callable[[str], bool]) -> list[QueuedPodInfo]:
+        """The pods an event can move, in the order they were last stored: every pod not gated,
+        and the gated pods whose gating plugin ``releases`` (called once per plugin) accepts."""
+        released = {plugin for plugin in self._gated_by_plugin if releases(plugin)}
+        if not released:
+            return list(self._rejected.values())
+        if len(released) == len(self._gated_by_plugin):
+            return list(self._pods.values())
+        gating_plugin_of = self._gating_plugin_of
+        return [
+            info
+            for key, info in self._pods.items()
+            if key not in gating_plugin_of or gating_plugin_of[key] in released
+        ]
+
+    def _forget_group(self, key: str) -> None:
+        plugin = self._gating_plugin_of.pop(key, None)
+        if plugin is None:
+            del self._rejected[key]
+            return
+        group = self._gated_by_plugin[plugin]
+        del group[key]
+        if not group:
+            del self._gated_by_plugin[plugin]
 
     @property
     def gated_count(self) -> int:
-        return len(self._gated)
+        return len(self._gating_plugin_of)
 
     @property
     def unschedulable_count(self) -> int:
-        return len(self._pods) - len(self._gated)
+        return len(self._rejected)
