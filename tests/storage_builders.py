@@ -13,6 +13,7 @@ from typing import Any
 
 from kopf_scheduler.model.storage import (
     BIND_COMPLETED_ANNOTATION,
+    MIGRATED_PLUGINS_ANNOTATION,
     CSIDriver,
     CSINode,
     CSIStorageCapacity,
@@ -254,19 +255,25 @@ def make_class(name: str) -> ClassBuilder:
     return ClassBuilder(name)
 
 
-def make_csi_node(name: str, drivers: dict[str, int | None] | None = None) -> CSINode:
-    """A CSINode; ``drivers`` maps driver name to ``allocatable.count`` (None: no limit)."""
+def make_csi_node(
+    name: str, drivers: dict[str, int | None] | None = None, *, migrated: str | None = None
+) -> CSINode:
+    """A CSINode; ``drivers`` maps driver name to ``allocatable.count`` (None: no limit), and
+    ``migrated`` is its migrated-plugins annotation (None: not annotated)."""
     entries: list[dict[str, Any]] = []
     for driver, count in (drivers or {}).items():
         entry: dict[str, Any] = {"name": driver, "nodeID": name, "topologyKeys": []}
         if count is not None:
             entry["allocatable"] = {"count": count}
         entries.append(entry)
+    metadata: dict[str, Any] = {"name": name, "resourceVersion": next_version()}
+    if migrated is not None:
+        metadata["annotations"] = {MIGRATED_PLUGINS_ANNOTATION: migrated}
     return CSINode(
         {
             "apiVersion": "storage.k8s.io/v1",
             "kind": "CSINode",
-            "metadata": {"name": name, "resourceVersion": next_version()},
+            "metadata": metadata,
             "spec": {"drivers": entries},
         }
     )

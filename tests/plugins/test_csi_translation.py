@@ -6,11 +6,9 @@ the affinity VolumeBinding checks in ``test_volume_binding_migration``."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from kopf_scheduler.model.storage import MIGRATED_PLUGINS_ANNOTATION, CSINode
+from kopf_scheduler.model.storage import CSINode
 from kopf_scheduler.plugins.csi_translation import (
     TranslationError,
     csi_volume_handle,
@@ -28,12 +26,6 @@ def _ebs_handle(volume_id: str) -> str | None:
     plugin = plugin_for_source("awsElasticBlockStore")
     assert plugin is not None
     return csi_volume_handle(plugin, {"volumeID": volume_id}, {})
-
-
-def _with_migrated(annotation: str) -> CSINode:
-    raw: dict[str, Any] = dict(make_csi_node("node1").raw)
-    raw["metadata"] = {**raw["metadata"], "annotations": {MIGRATED_PLUGINS_ANNOTATION: annotation}}
-    return CSINode(raw)
 
 
 @pytest.mark.parametrize(
@@ -146,7 +138,7 @@ def test_ebs_urls_without_a_volume_id(volume_id: str) -> None:
 def test_migrated_plugins_are_entries_as_written(annotation: str, want: bool) -> None:
     plugin = plugin_named("kubernetes.io/aws-ebs")
     assert plugin is not None
-    csi_node = _with_migrated(annotation)
+    csi_node = make_csi_node("node1", migrated=annotation)
     assert ("kubernetes.io/aws-ebs" in csi_node.migrated_plugins) is want
     assert is_migration_on(csi_node, plugin) is want
 
@@ -165,12 +157,14 @@ def _requirements(csi_node: CSINode | None, **labels: str) -> list[list[tuple[st
     ("csi_node", "want"),
     [
         pytest.param(
-            _with_migrated("kubernetes.io/aws-ebs"),
+            make_csi_node("node1", migrated="kubernetes.io/aws-ebs"),
             [[("rack", ["r1"]), ("topology.ebs.csi.aws.com/zone", ["a", "b"])]],
             id="migrated",
         ),
         pytest.param(
-            _with_migrated("kubernetes.io/gce-pd"), [[("rack", ["r1"])]], id="other-plugin"
+            make_csi_node("node1", migrated="kubernetes.io/gce-pd"),
+            [[("rack", ["r1"])]],
+            id="other-plugin",
         ),
         pytest.param(None, [[("rack", ["r1"])]], id="no-csi-node"),
     ],

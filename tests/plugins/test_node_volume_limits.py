@@ -15,7 +15,6 @@ in-tree plugin as migrated.
 
 from __future__ import annotations
 
-import copy
 import random
 from collections.abc import Iterable
 from typing import Any
@@ -30,8 +29,6 @@ from kopf_scheduler.framework.events import ActionType, EventResource, HintFn, Q
 from kopf_scheduler.framework.handle import Handle
 from kopf_scheduler.framework.status import SKIP, SUCCESS, Code, Status
 from kopf_scheduler.model.storage import (
-    MIGRATED_PLUGINS_ANNOTATION,
-    CSINode,
     PersistentVolume,
     PersistentVolumeClaim,
 )
@@ -90,12 +87,6 @@ def _fixture_volume(driver: str, index: int) -> PersistentVolume:
     return builder.volume()
 
 
-def _with_migrated(csi_node: CSINode, *plugins: str) -> CSINode:
-    raw: dict[str, Any] = copy.deepcopy(dict(csi_node.raw))
-    raw["metadata"].setdefault("annotations", {})[MIGRATED_PLUGINS_ANNOTATION] = ",".join(plugins)
-    return CSINode(raw)
-
-
 def _handle(
     drivers: list[str],
     limit_source: str = LIMITED,
@@ -125,7 +116,7 @@ def _handle(
         counts: dict[str, int | None] = {
             driver: limit if limit_source == LIMITED else None for driver in drivers
         }
-        storage.csi_nodes[NODE] = _with_migrated(make_csi_node(NODE, counts), IN_TREE_EBS)
+        storage.csi_nodes[NODE] = make_csi_node(NODE, counts, migrated=IN_TREE_EBS)
         storage.changed(CSI_NODE_KIND, NODE)
     return handle
 
@@ -560,7 +551,7 @@ def test_pre_filter(volume: dict[str, Any], want: Status) -> None:
 
 def _limited_handle(limits: dict[str, int | None], *migrated: str) -> Handle:
     handle = Handle()
-    handle.storage.csi_nodes[NODE] = _with_migrated(make_csi_node(NODE, limits), *migrated)
+    handle.storage.csi_nodes[NODE] = make_csi_node(NODE, limits, migrated=",".join(migrated))
     handle.storage.changed(CSI_NODE_KIND, NODE)
     handle.storage.classes[CLASS] = make_class(CLASS).provisioner(EBS).storage_class()
     return handle
@@ -934,7 +925,7 @@ def test_csi_volume_handle_refused(
 def test_is_migration_on(annotation: str, source: str, want: bool) -> None:
     plugin = plugin_for_source(source)
     assert plugin is not None
-    csi_node = _with_migrated(make_csi_node(NODE), annotation)
+    csi_node = make_csi_node(NODE, migrated=annotation)
     assert is_migration_on(csi_node, plugin) is want
 
 

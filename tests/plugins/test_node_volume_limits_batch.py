@@ -38,7 +38,6 @@ from kopf_scheduler.framework.status import Code
 from kopf_scheduler.framework.types import NominatingInfo
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.model.pod import Pod
-from kopf_scheduler.model.storage import MIGRATED_PLUGINS_ANNOTATION, CSINode
 from kopf_scheduler.plugins.node_volume_limits import REASON_MAX_VOLUME_COUNT, NodeVolumeLimits
 from kopf_scheduler.queue.nominator import Nominator
 from tests.builders import PodBuilder, make_node, make_pod
@@ -307,9 +306,7 @@ IN_TREE_PORTWORX = "kubernetes.io/portworx-volume"
 def _replace_csi_node(
     cluster: Cluster, node: str, limits: dict[str, int | None], listed: str
 ) -> None:
-    raw = make_csi_node(node, limits).raw
-    raw["metadata"]["annotations"] = {MIGRATED_PLUGINS_ANNOTATION: listed}
-    cluster.storage.csi_nodes[node] = CSINode(raw)
+    cluster.storage.csi_nodes[node] = make_csi_node(node, limits, migrated=listed)
     cluster.storage.changed(CSI_NODE_KIND, node)
 
 

@@ -43,7 +43,7 @@ from hypothesis import strategies as st
 from kopf_scheduler.cache.storage_cache import CSI_NODE_KIND, VOLUME_ATTACHMENT_KIND, StorageCache
 from kopf_scheduler.config.types import PluginRef, PluginSet, Profile
 from kopf_scheduler.model.pod import Pod
-from kopf_scheduler.model.storage import MIGRATED_PLUGINS_ANNOTATION, CSINode, VolumeAttachment
+from kopf_scheduler.model.storage import VolumeAttachment
 from kopf_scheduler.plugins import (
     dynamic_resources,
     node_ports,
@@ -139,13 +139,6 @@ class VolumeWorld:
     storage: Storage
 
 
-def csi_node(name: str, limits: dict[str, int | None], migrated: str) -> CSINode:
-    raw = make_csi_node(name, limits).raw
-    if migrated:
-        raw["metadata"]["annotations"] = {MIGRATED_PLUGINS_ANNOTATION: migrated}
-    return CSINode(raw)
-
-
 @st.composite
 def bound_volume(draw: st.DrawFn, index: int, names: list[str], storage: Storage) -> None:
     """A claim ``bound<index>`` bound to the PV ``pv<index>`` of a random kind."""
@@ -208,7 +201,11 @@ def storage(draw: st.DrawFn, names: list[str]) -> Storage:
             limits = {EBS: draw(limit)}
             if draw(st.booleans()):
                 limits[CINDER] = draw(limit)
-            result.objects.append(csi_node(name, limits, draw(st.sampled_from(MIGRATED_PLUGINS))))
+            result.objects.append(
+                make_csi_node(
+                    name, limits, migrated=draw(st.sampled_from(MIGRATED_PLUGINS)) or None
+                )
+            )
     for index in range(draw(st.integers(0, 6))):
         draw(bound_volume(index, names, result))
     for index in range(draw(st.integers(0, 4))):
@@ -528,7 +525,7 @@ def _rejections(outcome: tuple[Any, ...]) -> dict[str, tuple[str, ...]]:
         ),
         pytest.param(
             _cluster([_pod().volume("disk", cinder={"volumeID": "c-1"}).obj()]),
-            [csi_node("n0", {CINDER: 0}, "kubernetes.io/cinder")],
+            [make_csi_node("n0", {CINDER: 0}, migrated="kubernetes.io/cinder")],
             node_volume_limits.NAME,
             node_volume_limits.REASON_MAX_VOLUME_COUNT,
             {"n0"},
@@ -549,7 +546,7 @@ def _rejections(outcome: tuple[Any, ...]) -> dict[str, tuple[str, ...]]:
                 .claimed_by("default", "data", "pvc-uid-default-data")
                 .phase("Bound"),
                 make_claim("data").bound_to("pv-data"),
-                csi_node("n1", {}, "kubernetes.io/aws-ebs"),
+                make_csi_node("n1", {}, migrated="kubernetes.io/aws-ebs"),
             ],
             volume_binding_plugin.NAME,
             volume_binding_plugin.REASON_NODE_CONFLICT,
@@ -597,7 +594,7 @@ def _csi_claim(name: str) -> list[StorageObject]:
 
 def _limited(limit: int) -> list[StorageObject]:
     """Every node of :func:`_cluster` attaches at most ``limit`` EBS volumes."""
-    return [csi_node(f"n{i}", {EBS: limit}, "") for i in range(6)]
+    return [make_csi_node(f"n{i}", {EBS: limit}) for i in range(6)]
 
 
 def test_a_pod_whose_claims_are_bound_is_served_with_the_node_affinity_rejections() -> None:
@@ -688,9 +685,9 @@ def test_the_attach_counts_follow_the_storage_objects_after_the_first_attempt() 
     storage.volumes.upsert(
         make_volume("pv-later").csi(EBS, "later").claimed_by("default", "later").volume()
     )
-    storage.csi_nodes["n3"] = csi_node("n3", {EBS: 1}, "")
+    storage.csi_nodes["n3"] = make_csi_node("n3", {EBS: 1})
     storage.changed(CSI_NODE_KIND, "n3")
-    storage.csi_nodes["n4"] = csi_node("n4", {EBS: 0}, "")
+    storage.csi_nodes["n4"] = make_csi_node("n4", {EBS: 0})
     storage.changed(CSI_NODE_KIND, "n4")
 
     second = Pod(world.pending[1])
@@ -723,7 +720,7 @@ def test_preemption_dry_runs_count_the_volumes_of_the_pods_they_take_off() -> No
         StorageCache(),
         make_class(WAIT).wait_for_first_consumer(),
         *_csi_claim("data"),
-        csi_node("n0", {EBS: 1}, ""),
+        make_csi_node("n0", {EBS: 1}),
     )
     storage.attachments["va"] = make_attachment("va", EBS, "n0", "pv-data")
     setup = build_with_storage(world, storage)
