@@ -19,11 +19,12 @@ def _run(
     threshold: float | None = None,
     ok: bool = True,
     seconds: float = 5.0,
+    samples: int = 9,
 ) -> dict[str, Any]:
     throughput = (
         {"samples": 0}
         if average is None
-        else {"samples": 9, "Average": average, "Perc50": average + 1}
+        else {"samples": samples, "Average": average, "Perc50": average + 1}
     )
     window = {
         "scheduled": 1000,
@@ -104,6 +105,22 @@ def test_each_row_says_which_bars_kopf_scheduler_clears() -> None:
         "- Part 1, 2026-11-30T05:28:00Z: `python -m bench upstream --resume` at "
         "kopf-scheduler `abc123`, Kubernetes 1.34.10, on 2 CPUs (AMD EPYC), 23.5 GiB" in text
     )
+
+
+def test_a_window_its_samples_barely_cover_is_compared_by_its_window_rate() -> None:
+    """Two samples over a 61 s window: the sampler caught up in jumps, so its average (far above
+    any rate the window allows) is shown but neither compared nor checked against the threshold."""
+    stalled = _run(5634.0, met=True, threshold=2000.0, seconds=61.0, samples=2)
+    stalled["threshold"]["bucket"] = "Average"
+    level = _run(330.0, seconds=60.0, samples=59)
+    line = table._table_line(table.row(_record("Stalled/1Node", stalled, level, 17.1)), 1)
+    assert "| 5634 / 5635 (2 samples) · 16.4 | 330 / 331 · 16.7 | 0.98 (window) " in line
+    assert line.endswith(
+        "| 2000 (not met) | 4.0 / 30.5 · 2.1 | 4.0 / 30.5 · 2.1 | below threshold and 1.0× |"
+    )
+    regular = _run(5634.0, met=True, threshold=2000.0, seconds=61.0, samples=30)
+    line = table._table_line(table.row(_record("Regular/1Node", regular, level, 17.1)), 1)
+    assert "| 5634 / 5635 · 16.4 | 330 / 331 · 16.7 | 17.10 | 2000 (met) " in line
 
 
 def test_rows_name_their_part_once_a_run_has_more_than_one() -> None:
