@@ -90,7 +90,8 @@ def _lift_not_ready(node: Raw) -> list[Raw] | None:
 class Collection:
     """One metrics collection: its pods (namespaces and selector), how many of them were seen
     scheduled, the throughput sampler over that count and the scheduler's /metrics when it
-    started."""
+    started. A relist of the pods inside the window (``pod_relists`` in the results) means the
+    count caught up in one jump, and the samples around it are not per-second rates."""
 
     name: str
     op_index: int
@@ -98,6 +99,8 @@ class Collection:
     selector: Mapping[str, str]
     metrics_before: str
     scheduled: int
+    pod_lists_before: int
+    """How many times the runner had listed the pods when the collection started."""
     started: float = field(default_factory=time.monotonic)
     unsubscribe: Callable[[], None] = lambda: None
 
@@ -192,7 +195,9 @@ class Execution:
         before = await self.scrape()
         # Counted and subscribed with no await in between, so that no pod is missed.
         scheduled = self.pods.scheduled(namespaces, selector)
-        collection = Collection(name, op_index, list(namespaces), dict(selector), before, scheduled)
+        collection = Collection(
+            name, op_index, list(namespaces), dict(selector), before, scheduled, self.pods.lists
+        )
         collection.unsubscribe = self.pods.on_scheduled(collection.count)
         self.collection = collection
         if self.profiler is not None:
@@ -214,6 +219,7 @@ class Execution:
             "scheduled": collection.scheduled,
             "seconds": round(time.monotonic() - collection.started, 3),
             "SchedulingThroughput": throughput.summary(collection.collector.rates),
+            "pod_relists": self.pods.lists - collection.pod_lists_before,
             "scheduler_metrics": schedmetrics.window(collection.metrics_before, after),
         }
         if self.profiler is not None:

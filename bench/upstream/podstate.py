@@ -47,6 +47,8 @@ def _was_attempted(raw: Mapping[str, Any]) -> bool:
 class PodState:
     def __init__(self) -> None:
         self.pods: dict[tuple[str, str], PodRecord] = {}
+        self.lists = 0
+        """How many times the pods were listed: once, and again whenever the watch ended."""
         self._on_scheduled: list[Callable[[PodRecord], None]] = []
 
     def observe(self, event_type: str, raw: Mapping[str, Any]) -> None:
@@ -98,6 +100,7 @@ async def follow(client: Client, state: PodState, ready: asyncio.Event) -> None:
     """Keep ``state`` current until cancelled; ``ready`` is set once the first list is in."""
     while True:
         items, resource_version = await client.list_all(PODS_PATH)
+        state.lists += 1
         for raw in items:
             state.observe("MODIFIED", raw)
         listed = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in items}

@@ -210,3 +210,15 @@ async def test_new_nodes_lose_the_not_ready_taint_once_ready() -> None:
             {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
         ]
     assert "Node: not-ready taint lifted by the runner once Ready" in execution.adaptations
+
+
+async def test_a_collection_window_says_how_often_the_pods_were_listed_again_within_it() -> None:
+    pods = PodState()
+    pods.lists = 1
+    execution = _execution(RecordingClient(), pods)
+    await execution.run(Op(1, "startCollectingMetrics", {"name": "w", "namespaces": ["a"]}))
+    pods.observe("ADDED", _pod("p0", "a", node="n1"))
+    pods.lists += 2
+    await execution.run(Op(2, "stopCollectingMetrics", {}))
+    (window,) = execution.collected
+    assert (window["scheduled"], window["pod_relists"]) == (1, 2)
