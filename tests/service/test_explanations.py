@@ -5,7 +5,7 @@ import pytest
 from kopf_scheduler.config.types import Explanations
 from kopf_scheduler.framework.status import Code, Status
 from kopf_scheduler.framework.types import Diagnosis, NodePluginScores, NodeToStatus
-from kopf_scheduler.ports import ObjectRef
+from kopf_scheduler.ports import ApiError, ObjectRef
 from kopf_scheduler.scheduler.explain import AttemptRecord, NodeVerdict, NodeVerdicts, verdicts
 from kopf_scheduler.service.explanations import ANNOTATION, ExplanationRecorder, encode_record
 
@@ -74,8 +74,11 @@ def test_preemption_node_statuses_go_before_verdicts_and_candidates_last() -> No
 class FakeWriter:
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, str | None]]] = []
+        self.refuse = False
 
     async def annotate(self, pod, annotations) -> None:
+        if self.refuse:
+            raise ApiError(503, "ServiceUnavailable")
         self.calls.append((pod.key, annotations))
 
 
@@ -105,6 +108,45 @@ async def test_recorder_writes_what_the_mode_asks(mode, result, preemption, writ
         key, annotations = writer.calls[0]
         assert key == "ns/p"
         assert json.loads(annotations[ANNOTATION])["result"] == result
+
+
+async def test_a_pod_failing_the_same_way_is_written_again_only_after_the_refresh() -> None:
+    writer = FakeWriter()
+    pending = []
+    recorder = ExplanationRecorder(
+        Explanations(), writer, pending.append, lambda key: ObjectRef("ns", "p", "u")
+    )
+
+    async def attempt(number: int, time: float, message: str = "0/3 nodes are available") -> None:
+        record = _record(2)
+        record.attempt, record.cycle, record.time, record.message = number, number, time, message
+        recorder(record)
+        while pending:
+            await pending.pop()
+
+    def written() -> list[tuple[int, str]]:
+        records = [json.loads(annotations[ANNOTATION]) for _, annotations in writer.calls]
+        return [(record["attempt"], record["message"]) for record in records]
+
+    await attempt(1, 0.0)
+    await attempt(2, 1.0)
+    await attempt(3, 29.0)
+    assert written() == [(1, "0/3 nodes are available")]
+    await attempt(4, 29.5, "0/3 nodes are available: 3 Insufficient cpu")
+    await attempt(5, 30.5)
+    await attempt(6, 31.0)
+    await attempt(7, 61.0)
+    assert written() == [
+        (1, "0/3 nodes are available"),
+        (4, "0/3 nodes are available: 3 Insufficient cpu"),
+        (5, "0/3 nodes are available"),
+        (7, "0/3 nodes are available"),
+    ]
+    writer.refuse = True
+    await attempt(8, 70.0, "another")
+    writer.refuse = False
+    await attempt(9, 71.0, "another")
+    assert written()[-1] == (9, "another")
 
 
 def _diagnosed_verdicts(rejected: int, feasible: int) -> NodeVerdicts:

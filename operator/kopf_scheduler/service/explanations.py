@@ -4,6 +4,13 @@ kube-scheduler keeps only an aggregated histogram ("3 Insufficient cpu"); the re
 per node, the plugin and reason that rejected it or the scores it got, and for preemption every
 candidate and the criterion that decided. The annotation is bounded in size: when a record is too
 large, node verdicts are dropped from the end and counted in ``truncatedNodes``.
+
+A pod that keeps failing the same way is not written to on every attempt: each write is a real
+change to the pod (its attempt and cycle numbers move), which every watcher of pods receives, and
+with the backoff queue popped whenever the active queue is empty a pod can fail several times a
+second. A record that says what the last one written for the pod said, but for those two numbers,
+is therefore written only once ``REFRESH_SECONDS`` have passed since that write, as kube-scheduler
+patches a pod's condition only when it changes and writes a repeated event's count every so often.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Protocol
 
+import cachetools
 import orjson
 import structlog
 
@@ -20,6 +28,11 @@ from kopf_scheduler.ports import ApiError, PodRef
 from kopf_scheduler.scheduler.explain import AttemptRecord, NodeVerdict
 
 ANNOTATION = EXPLANATION_ANNOTATION
+REFRESH_SECONDS = 30.0
+"""How long a record that repeats the last one written for the pod may go unwritten."""
+REMEMBERED_PODS = 50_000
+"""How many pods' last writes are remembered (the least recently written are forgotten)."""
+_COUNTERS = ("attempt", "cycle")
 logger = structlog.get_logger("kopf_scheduler.explanations")
 
 
@@ -89,6 +102,10 @@ class ExplanationRecorder:
         self._writer = writer
         self._spawn = spawn
         self._get_pod = get_pod
+        self._written: cachetools.LRUCache[str, tuple[int, float]] = cachetools.LRUCache(
+            maxsize=REMEMBERED_PODS
+        )
+        """By pod UID: the fingerprint of the last record written and the attempt time it had."""
 
     def wants(self, record: AttemptRecord) -> bool:
         mode = self.settings.annotate
@@ -105,10 +122,24 @@ class ExplanationRecorder:
         if pod is None:
             return
         text = encode_record(record, self.settings.max_bytes)
+        fingerprint = _fingerprint(text)
+        last = self._written.get(pod.uid)
+        if last is not None and last[0] == fingerprint and record.time - last[1] < REFRESH_SECONDS:
+            return
+        self._written[pod.uid] = (fingerprint, record.time)
         self._spawn(self._write(pod, text))
 
     async def _write(self, pod: PodRef, text: str) -> None:
         try:
             await self._writer.annotate(pod, {ANNOTATION: text})
         except ApiError as error:
+            self._written.pop(pod.uid, None)
             logger.warning("explanation_not_stored", pod=pod.key, reason=str(error))
+
+
+def _fingerprint(text: str) -> int:
+    """What an encoded record says about the decision, without the attempt and cycle numbers."""
+    decision = orjson.loads(text)
+    for counter in _COUNTERS:
+        decision.pop(counter, None)
+    return hash(_dumps(decision))
