@@ -4,10 +4,9 @@ Two kinds live here: pods that were tried and rejected (a matching event or the 
 flush moves them on), and pods a PreEnqueue plugin holds back ("gated", e.g. scheduling gates or
 a running async preemption), which only an event their gating plugin registered can release.
 The map is keyed by ``namespace/name`` and keeps the order pods were last stored in, so moves
-are reproducible. The
-gated flag and gating plugin are recorded when a pod is stored, which keeps the ``unschedulable``
-/ ``gated`` counts of ``scheduler_pending_pods`` consistent even while a pod's gating state is
-being recomputed.
+are reproducible. The gated flag and gating plugin are recorded when a pod is stored, which keeps
+the ``unschedulable`` / ``gated`` counts of ``scheduler_pending_pods`` consistent even while a
+pod's gating state is being recomputed.
 
 Gated pods are also grouped by their gating plugin. Every bind is an event offered to the whole
 map, and a cluster can hold ten thousand gated pods that no bind concerns; with the groups, an
