@@ -57,8 +57,9 @@ def _fitting(verdicts: Sequence[NodeVerdict], budget: int) -> list[dict[str, Any
     return entries
 
 
-def encode_record(record: AttemptRecord, max_bytes: int) -> str:
-    """Compact JSON of ``record`` no longer than ``max_bytes`` (node verdicts trimmed first).
+def encode_record(record: AttemptRecord, max_bytes: int, *, with_counters: bool = True) -> str:
+    """Compact JSON of ``record`` no longer than ``max_bytes`` (node verdicts trimmed first);
+    without the attempt and cycle numbers when ``with_counters`` is false.
 
     A record that fits is stored whole. Otherwise the preemption's per-node statuses go first,
     then the node verdicts are kept from the start of the list for as long as they fit (the rest
@@ -68,6 +69,9 @@ def encode_record(record: AttemptRecord, max_bytes: int) -> str:
     few hundred.
     """
     head = record.as_dict(with_nodes=False)
+    if not with_counters:
+        for counter in _COUNTERS:
+            del head[counter]
     verdicts = record.nodes
     entries = _fitting(verdicts, max_bytes - len(_dumps({**head, "nodes": []})))
     if len(entries) == len(verdicts):
@@ -121,13 +125,13 @@ class ExplanationRecorder:
         pod = self._get_pod(record.pod)
         if pod is None:
             return
-        text = encode_record(record, self.settings.max_bytes)
-        fingerprint = _fingerprint(text)
+        max_bytes = self.settings.max_bytes
+        fingerprint = hash(encode_record(record, max_bytes, with_counters=False))
         last = self._written.get(pod.uid)
         if last is not None and last[0] == fingerprint and record.time - last[1] < REFRESH_SECONDS:
             return
         self._written[pod.uid] = (fingerprint, record.time)
-        self._spawn(self._write(pod, text))
+        self._spawn(self._write(pod, encode_record(record, max_bytes)))
 
     async def _write(self, pod: PodRef, text: str) -> None:
         try:
@@ -135,11 +139,3 @@ class ExplanationRecorder:
         except ApiError as error:
             self._written.pop(pod.uid, None)
             logger.warning("explanation_not_stored", pod=pod.key, reason=str(error))
-
-
-def _fingerprint(text: str) -> int:
-    """What an encoded record says about the decision, without the attempt and cycle numbers."""
-    decision = orjson.loads(text)
-    for counter in _COUNTERS:
-        decision.pop(counter, None)
-    return hash(_dumps(decision))
