@@ -22,14 +22,16 @@ from kopf_scheduler.framework.types import QueuedPodInfo
 
 
 class UnschedulablePods:
-    __slots__ = ("_gated_by_plugin", "_gating_plugin_of", "_pods", "_rejected")
+    __slots__ = ("_gated_per_plugin", "_gating_plugin_of", "_pods", "_rejected")
 
     def __init__(self) -> None:
         self._pods: dict[str, QueuedPodInfo] = {}
         self._rejected: dict[str, QueuedPodInfo] = {}
         """The pods stored while not gated."""
-        self._gated_by_plugin: dict[str, dict[str, QueuedPodInfo]] = {}
         self._gating_plugin_of: dict[str, str] = {}
+        """The gated pods' keys, with the plugin that gates each."""
+        self._gated_per_plugin: dict[str, int] = {}
+        """How many stored pods each gating plugin holds back (none: the plugin is not a key)."""
 
     def __len__(self) -> int:
         return len(self._pods)
@@ -44,8 +46,8 @@ class UnschedulablePods:
         self._pods[key] = info
         if info.gated:
             plugin = info.gating_plugin
-            self._gated_by_plugin.setdefault(plugin, {})[key] = info
             self._gating_plugin_of[key] = plugin
+            self._gated_per_plugin[plugin] = self._gated_per_plugin.get(plugin, 0) + 1
         else:
             self._rejected[key] = info
         return is_new
@@ -66,10 +68,10 @@ class UnschedulablePods:
     def offered(self, releases: Callable[[str], bool]) -> list[QueuedPodInfo]:
         """The pods an event can move, in the order they were last stored: every pod not gated,
         and the gated pods whose gating plugin ``releases`` (called once per plugin) accepts."""
-        released = {plugin for plugin in self._gated_by_plugin if releases(plugin)}
+        released = {plugin for plugin in self._gated_per_plugin if releases(plugin)}
         if not released:
             return list(self._rejected.values())
-        if len(released) == len(self._gated_by_plugin):
+        if len(released) == len(self._gated_per_plugin):
             return list(self._pods.values())
         gating_plugin_of = self._gating_plugin_of
         return [
@@ -83,10 +85,11 @@ class UnschedulablePods:
         if plugin is None:
             del self._rejected[key]
             return
-        group = self._gated_by_plugin[plugin]
-        del group[key]
-        if not group:
-            del self._gated_by_plugin[plugin]
+        remaining = self._gated_per_plugin[plugin] - 1
+        if remaining:
+            self._gated_per_plugin[plugin] = remaining
+        else:
+            del self._gated_per_plugin[plugin]
 
     @property
     def gated_count(self) -> int:
