@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from kopf_scheduler.framework.runtime import ProfilePlugins
 from kopf_scheduler.model.pod import Pod
 from kopf_scheduler.scheduler.explain import AttemptRecord, plugin_states
 from tests.builders import make_pod
@@ -41,7 +42,8 @@ def record() -> AttemptRecord:
 
 def test_only_plugins_with_something_to_say_are_kept() -> None:
     pod = make_pod("p").pod()
-    states = plugin_states([NotExplaining(), Silent(), Explaining()], pod)
+    plugins = ProfilePlugins(all=[NotExplaining(), Silent(), Explaining()])
+    states = plugin_states(plugins.explaining, pod)
     assert states == {"Explaining": {"summary": "p is known", "count": 1}}
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Generic, Protocol, Self, TypeVar, cast, runtime_checkable
 
+from kopf_scheduler.framework.protocol_check import class_satisfies
+
 T = TypeVar("T")
 
 
@@ -74,7 +76,7 @@ class CycleState:
     def clone(self) -> CycleState:
         clone = CycleState()
         for key, value in self._data.items():
-            clone._data[key] = value.clone() if isinstance(value, Clonable) else value
+            clone._data[key] = value.clone() if class_satisfies(type(value), Clonable) else value
         clone.skip_filter_plugins = set(self.skip_filter_plugins)
         clone.skip_score_plugins = set(self.skip_score_plugins)
         clone.record_plugin_metrics = self.record_plugin_metrics

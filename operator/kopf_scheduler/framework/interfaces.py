@@ -16,7 +16,18 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol, Self, runtime_checkable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    NamedTuple,
+    Protocol,
+    Self,
+    TypeGuard,
+    runtime_checkable,
+)
+
+from kopf_scheduler.framework.protocol_check import class_satisfies
 
 if TYPE_CHECKING:
     from kopf_scheduler.cache.node_info import NodeInfo
@@ -201,6 +212,10 @@ class BatchResourceFit(BatchFilter, Protocol):
         count its pods (and the nominated pods counted in ``free``) would request, 0 when the
         pod fits, else a number naming what falls short (equal numbers, equal rejection
         statuses). Raises ``Fallback`` like ``filter_nodes``."""
+
+
+def is_resource_fit(batch: object) -> TypeGuard[BatchResourceFit]:
+    return class_satisfies(type(batch), BatchResourceFit)
 
 
 @runtime_checkable

@@ -38,6 +38,7 @@ from kopf_scheduler.framework.interfaces import (
     BatchScorePlugin,
     BindPlugin,
     EnqueueExtensions,
+    ExplainingPlugin,
     FilterPlugin,
     NodeScore,
     PermitPlugin,
@@ -96,6 +97,12 @@ class ProfilePlugins:
     bind: list[BindPlugin] = field(default_factory=list)
     post_bind: list[PostBindPlugin] = field(default_factory=list)
     all: list[Plugin] = field(default_factory=list)
+
+    @functools.cached_property
+    def explaining(self) -> list[ExplainingPlugin]:
+        """The plugins that add their own facts to decision records, found once: a failed
+        attempt's record asks them on every attempt."""
+        return [plugin for plugin in self.all if isinstance(plugin, ExplainingPlugin)]
 
 
 class ProfileHandle(Protocol):

@@ -135,14 +135,13 @@ class AttemptRecord:
         return result
 
 
-def plugin_states(plugins: Iterable[object], pod: Pod) -> dict[str, Mapping[str, Any]]:
-    """What each :class:`ExplainingPlugin` among ``plugins`` says about ``pod``, by name."""
+def plugin_states(plugins: Iterable[ExplainingPlugin], pod: Pod) -> dict[str, Mapping[str, Any]]:
+    """What each of ``plugins`` says about ``pod``, by name."""
     states: dict[str, Mapping[str, Any]] = {}
     for plugin in plugins:
-        if isinstance(plugin, ExplainingPlugin):
-            state = plugin.explain_pod(pod)
-            if state is not None:
-                states[plugin.name] = state
+        state = plugin.explain_pod(pod)
+        if state is not None:
+            states[plugin.name] = state
     return states
 
 

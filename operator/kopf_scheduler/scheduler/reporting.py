@@ -110,7 +110,7 @@ class Reporter:
         preemption = attempt.state.get(PREEMPTION_RECORD)
         if preemption is not None:
             record.preemption = lambda: preemption_as_dict(preemption)
-        plugins, pod = attempt.framework.plugins.all, attempt.qpi.pod
+        plugins, pod = attempt.framework.plugins.explaining, attempt.qpi.pod
         record.plugin_states = lambda: plugin_states(
             plugins, pod.assigned_to(node) if node else pod
         )

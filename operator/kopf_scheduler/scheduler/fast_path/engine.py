@@ -48,8 +48,8 @@ from kopf_scheduler.framework.interfaces import (
     MAX_REJECTION_REASONS,
     BatchFilter,
     BatchFilterOverPodVolumes,
-    BatchResourceFit,
     NodeRejections,
+    is_resource_fit,
 )
 from kopf_scheduler.framework.node_columns.columns import NODE_COLUMNS_KEY, NodeColumns
 from kopf_scheduler.framework.node_columns.fallback import Fallback
@@ -400,7 +400,7 @@ class FastPath:
             if batch is None:
                 raise Fallback
             if free is None:
-                if isinstance(batch, BatchResourceFit):
+                if is_resource_fit(batch):
                     continue
                 if isinstance(batch, BatchFilterOverPodVolumes):
                     raise Fallback

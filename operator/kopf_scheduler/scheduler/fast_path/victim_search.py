@@ -27,7 +27,7 @@ import numpy as np
 
 from kopf_scheduler.cache.node_info import NodeInfo
 from kopf_scheduler.framework.cycle_state import CycleState
-from kopf_scheduler.framework.interfaces import BatchResourceFit
+from kopf_scheduler.framework.interfaces import is_resource_fit
 from kopf_scheduler.framework.node_columns.fallback import Fallback
 from kopf_scheduler.framework.runtime import Framework
 from kopf_scheduler.framework.status import SUCCESS, Code, Status
@@ -75,9 +75,7 @@ class VictimSearch:
             return None
         skip = state.skip_filter_plugins
         fits = [
-            (name, batch)
-            for name, batch in filters
-            if isinstance(batch, BatchResourceFit) and name not in skip
+            (name, batch) for name, batch in filters if is_resource_fit(batch) and name not in skip
         ]
         try:
             failures = fast.filter_rejections(filters, state, preemptor, None)
