@@ -180,9 +180,7 @@ def _select(
     info = node_info(make_node("n1").capacity(cpu=cpu, memory="1Gi", pods=32), *pods)
     env = make_env([info], pods=[preemptor])
     state = env.new_state(preemptor)
-    return select_victims_on_node(
-        env.framework, state.clone(), preemptor, info.clone(), pdbs, now=NOW
-    )
+    return select_victims_on_node(env.framework, state, preemptor, info, pdbs, now=NOW)
 
 
 def test_violating_pods_are_reprieved_first() -> None:
@@ -255,3 +253,19 @@ def test_node_rejected(pods: list[Any], preemptor: Pod, code: Code, reason: str)
     assert selection.status.code == code
     assert selection.status.reasons == (reason,)
     assert selection.victims == []
+
+
+def test_the_node_and_state_given_are_left_as_they_were() -> None:
+    preemptor = make_pod("p").priority(HIGH).req(cpu="600m").pod()
+    info = node_info(
+        make_node("n1").capacity(cpu="1", memory="1Gi", pods=32),
+        make_pod("a").priority(5).req(cpu="400m"),
+        make_pod("b").priority(10).req(cpu="400m"),
+    )
+    env = make_env([info], pods=[preemptor])
+    state = env.new_state(preemptor)
+    pods_before, requested_before = list(info.pods), info.requested.milli_cpu
+    selection = select_victims_on_node(env.framework, state, preemptor, info, [], now=NOW)
+    assert _names(selection.victims) == ["a"]
+    assert info.pods == pods_before
+    assert info.requested.milli_cpu == requested_before

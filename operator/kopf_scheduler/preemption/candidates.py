@@ -168,9 +168,9 @@ def dry_run_preemption(
         if selection is None:
             selection = select_victims_on_node(
                 framework,
-                state.clone(),
+                state,
                 preemptor,
-                node_info.clone(),
+                node_info,
                 pdbs,
                 now=now,
                 is_eligible_pod=is_eligible_pod,

@@ -154,21 +154,22 @@ def select_victims_on_node(
     now: float,
     is_eligible_pod: IsEligiblePod | None = None,
 ) -> VictimSelection:
-    """Upstream's SelectVictimsOnNode. ``state`` and ``node_info`` must be clones: both are
-    modified."""
-    editor = _NodeEditor(framework, state, preemptor, node_info)
+    """Upstream's SelectVictimsOnNode. ``state`` and ``node_info`` are left as they are: the
+    pods come and go on clones of both, made only when the node holds a pod that may be removed
+    (a failed attempt dry-runs every node, and most hold none)."""
     potential = [
         pod
         for pod in node_info.pods
         if is_preemption_allowed(pod, preemptor)
         and (is_eligible_pod is None or is_eligible_pod(node_info, pod, preemptor))
     ]
+    if not potential:
+        return VictimSelection(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS_REASON))
+    editor = _NodeEditor(framework, state.clone(), preemptor, node_info.clone())
     for pod in potential:
         status = editor.remove(pod)
         if not status.is_success():
             return VictimSelection(_as_error(status))
-    if not potential:
-        return VictimSelection(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS_REASON))
 
     status = editor.fits()
     if not status.is_success():

@@ -96,9 +96,7 @@ class VictimSearch:
         by_shortfall: dict[int, Status] = {}
 
         def reference(node_info: NodeInfo) -> VictimSelection:
-            return select_victims_on_node(
-                framework, state.clone(), preemptor, node_info.clone(), budgets, now=now
-            )
+            return select_victims_on_node(framework, state, preemptor, node_info, budgets, now=now)
 
         def find(node_info: NodeInfo) -> VictimSelection | None:
             index = position.get(node_info.name)
