@@ -1,4 +1,5 @@
-"""The scheduler's own latency histograms over one collection window, from its /metrics.
+"""The scheduler's own latency histograms and attempt counts over one collection window, from
+its /metrics.
 
 Upstream resets the scheduler's metric registry when a collection starts and reads the
 histograms when it stops, so its percentiles cover the collected pods only. A scheduler in its
@@ -21,6 +22,9 @@ HISTOGRAMS: Mapping[str, tuple[str, Mapping[str, str]]] = {
         {"result": "scheduled"},
     ),
 }
+ATTEMPTS = "scheduler_schedule_attempts_total"
+"""Attempts by result (scheduled, unschedulable, error): how many failed attempts the window
+cost, which the latencies alone do not show."""
 
 
 def _key(sample: promtext.Sample) -> tuple[str, tuple[tuple[str, str], ...]]:
@@ -38,7 +42,8 @@ def difference(before: str, after: str) -> list[promtext.Sample]:
 
 
 def window(before: str, after: str) -> dict[str, Any]:
-    """count, sum, average and p50/p90/p99 (seconds) of each histogram between two scrapes."""
+    """count, sum, average and p50/p90/p99 (seconds) of each histogram between two scrapes, and
+    the attempts made between them by result."""
     samples = difference(before, after)
     figures = {}
     for label, (name, wanted) in HISTOGRAMS.items():
@@ -46,4 +51,6 @@ def window(before: str, after: str) -> dict[str, Any]:
         if histogram.get("count"):
             histogram["average"] = round(histogram["sum"] / histogram["count"], 6)
         figures[label] = histogram
+    attempts = promtext.by_label(samples, ATTEMPTS, "result")
+    figures["attempts"] = {result: round(count) for result, count in sorted(attempts.items())}
     return figures

@@ -118,3 +118,21 @@ def test_the_metric_window_is_the_difference_of_two_scrapes() -> None:
     assert sli["average"] == 0.5
     assert 0.1 < sli["p50"] <= 1.0
     assert window["attempt_duration_scheduled_s"] == {"count": 0}
+
+
+def test_the_metric_window_counts_the_attempts_made_in_it_by_result() -> None:
+    before = "\n".join(
+        [
+            'scheduler_schedule_attempts_total{profile="p",result="scheduled"} 4',
+            'scheduler_schedule_attempts_total{profile="p",result="unschedulable"} 7',
+        ]
+    )
+    after = "\n".join(
+        [
+            'scheduler_schedule_attempts_total{profile="p",result="scheduled"} 10',
+            'scheduler_schedule_attempts_total{profile="p",result="unschedulable"} 30',
+            'scheduler_schedule_attempts_total{profile="q",result="unschedulable"} 2',
+        ]
+    )
+    window = schedmetrics.window(before, after)
+    assert window["attempts"] == {"scheduled": 6, "unschedulable": 25}
