@@ -47,53 +47,53 @@ def _base() -> PodBuilder:
 @pytest.mark.parametrize(
     ("old", "new", "expected"),
     [
-        pytest.param(_base(), _base(), ["UnscheduledPodUpdate"], id="no-specific-change"),
+        pytest.param(_base(), _base(), ["UnschedulablePodUpdate"], id="no-specific-change"),
         pytest.param(
-            _base(), _base().label("app", "b"), ["UnscheduledPodUpdatePodLabel"], id="label"
+            _base(), _base().label("app", "b"), ["UnschedulablePodUpdatePodLabel"], id="label"
         ),
         pytest.param(
             _base(),
             make_pod("p").uid("uid-p").req(cpu="500m", memory="1Gi").label("app", "a"),
-            ["UnscheduledPodUpdatePodScaleDown"],
+            ["UnschedulablePodUpdatePodScaleDown"],
             id="cpu-scaled-down",
         ),
         pytest.param(
             _base(),
             make_pod("p").uid("uid-p").req(memory="1Gi").label("app", "a"),
-            ["UnscheduledPodUpdatePodScaleDown"],
+            ["UnschedulablePodUpdatePodScaleDown"],
             id="request-removed",
         ),
         pytest.param(
             _base(),
             make_pod("p").uid("uid-p").req(cpu="2", memory="1Gi").label("app", "a"),
-            ["UnscheduledPodUpdate"],
+            ["UnschedulablePodUpdate"],
             id="scale-up-is-generic",
         ),
         pytest.param(
             _base().gate("g1").gate("g2"),
             _base().gate("g2"),
-            ["UnscheduledPodUpdate"],
+            ["UnschedulablePodUpdate"],
             id="one-gate-of-two-removed",
         ),
         pytest.param(
             _base().gate("g1"),
             _base(),
-            ["UnscheduledPodUpdatePodSchedulingGatesEliminated"],
+            ["UnschedulablePodUpdatePodSchedulingGatesEliminated"],
             id="all-gates-removed",
         ),
         pytest.param(
             _base(),
             _base().toleration("k", "v", "NoSchedule", "Equal"),
-            ["UnscheduledPodUpdatePodToleration"],
+            ["UnschedulablePodUpdatePodToleration"],
             id="toleration-added",
         ),
         pytest.param(
             _base().gate("g"),
             _base().label("x", "y").toleration("k", "", "", "Exists"),
             [
-                "UnscheduledPodUpdatePodLabel",
-                "UnscheduledPodUpdatePodSchedulingGatesEliminated",
-                "UnscheduledPodUpdatePodToleration",
+                "UnschedulablePodUpdatePodLabel",
+                "UnschedulablePodUpdatePodSchedulingGatesEliminated",
+                "UnschedulablePodUpdatePodToleration",
             ],
             id="several-in-upstream-order",
         ),
@@ -119,7 +119,7 @@ def test_a_recorded_generated_claim_is_its_own_pod_update_event() -> None:
     new = copy.deepcopy(old)
     new["status"]["resourceClaimStatuses"] = [{"name": "gpu", "resourceClaimName": "p-gpu-x"}]
     events = pod_update_events(Pod(old), Pod(new))
-    assert [event.name for event in events] == ["UnscheduledPodUpdatePodGeneratedResourceClaim"]
+    assert [event.name for event in events] == ["UnschedulablePodUpdatePodGeneratedResourceClaim"]
 
 
 def test_generic_update_events_are_the_shared_constants() -> None:

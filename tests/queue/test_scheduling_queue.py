@@ -654,7 +654,7 @@ def test_scheduling_gates_hold_pod_until_gates_removed() -> None:
         {"SchedulingGates"},
     )
     assert (
-        h.metrics.counter(m.QUEUE_INCOMING_PODS, queue="unschedulable", event="UnscheduledPodAdd")
+        h.metrics.counter(m.QUEUE_INCOMING_PODS, queue="unschedulable", event="UnschedulablePodAdd")
         == 1
     )
     assert h.queue.pop() is None
@@ -870,7 +870,7 @@ def test_update_while_in_flight_is_replayed_on_failure() -> None:
     )
     h.queue.update(pod, updated)
     assert [recorded.event.name for recorded in h.queue.in_flight_events()] == [
-        "UnscheduledPodUpdatePodToleration"
+        "UnschedulablePodUpdatePodToleration"
     ]
     info.pod = updated  # the failure handler puts the fresh object back
     h.fail(info, "fakePlugin")
@@ -989,7 +989,9 @@ def test_pending_pods_counts_and_gauges() -> None:
         )
         == 1
     )
-    assert h.metrics.counter(m.QUEUE_INCOMING_PODS, queue="active", event="UnscheduledPodAdd") == 4
+    assert (
+        h.metrics.counter(m.QUEUE_INCOMING_PODS, queue="active", event="UnschedulablePodAdd") == 4
+    )
 
 
 def test_profiles_use_their_own_pre_enqueue_and_hints() -> None:

@@ -18,6 +18,7 @@ from kopf_scheduler.framework.events import (
     EventResource,
     object_event,
 )
+from kopf_scheduler.informer.node_events import node_update_events
 from kopf_scheduler.informer.store import Store
 from kopf_scheduler.model.node import Node
 from kopf_scheduler.scheduler.loop import Scheduler
@@ -79,6 +80,16 @@ def test_a_node_is_cached_and_each_change_offered_as_its_events(
         (taint.label, node, cordoned, False),
         (label.label, node, cordoned, False),
         (NODE_DELETE.label, None, None, False),
+    ]
+
+
+def test_a_node_update_is_labelled_as_kube_scheduler_labels_it() -> None:
+    old = make_node("n1").capacity(cpu="4").node()
+    new = make_node("n1").capacity(cpu="8").label("zone", "a").taint("dedicated").node()
+    assert [event.label for event in node_update_events(old, new)] == [
+        "NodeUpdateNodeAllocatable",
+        "NodeUpdateNodeLabel",
+        "NodeUpdateNodeTaint",
     ]
 
 

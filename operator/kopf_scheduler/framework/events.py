@@ -19,7 +19,7 @@ class EventResource(Enum):
     POD = "Pod"
     """Any pod: matches assigned and unscheduled pod events."""
     ASSIGNED_POD = "AssignedPod"
-    UNSCHEDULED_POD = "UnscheduledPod"
+    UNSCHEDULED_POD = "UnschedulablePod"
     NODE = "Node"
     POD_DISRUPTION_BUDGET = "PodDisruptionBudget"
     NAMESPACE = "Namespace"
@@ -124,13 +124,13 @@ ASSIGNED_POD_DELETE = ClusterEvent(
     EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"
 )
 UNSCHEDULED_POD_ADD = ClusterEvent(
-    EventResource.UNSCHEDULED_POD, ActionType.ADD, "UnscheduledPodAdd"
+    EventResource.UNSCHEDULED_POD, ActionType.ADD, "UnschedulablePodAdd"
 )
 UNSCHEDULED_POD_UPDATE = ClusterEvent(
-    EventResource.UNSCHEDULED_POD, ActionType.UPDATE_GENERIC, "UnscheduledPodUpdate"
+    EventResource.UNSCHEDULED_POD, ActionType.UPDATE_GENERIC, "UnschedulablePodUpdate"
 )
 UNSCHEDULED_POD_DELETE = ClusterEvent(
-    EventResource.UNSCHEDULED_POD, ActionType.DELETE, "UnscheduledPodDelete"
+    EventResource.UNSCHEDULED_POD, ActionType.DELETE, "UnschedulablePodDelete"
 )
 
 

@@ -4,7 +4,7 @@ Queueing hints are registered for specific kinds of pod change (labels, a reques
 scheduling gates removed, tolerations added), so an update is translated into those events
 before the queue asks the hints. An update that is none of them becomes the generic update
 event, which only plugins registered for any pod update see. The resource is ``AssignedPod``
-when the new object is bound, ``UnscheduledPod`` otherwise.
+when the new object is bound, ``UnschedulablePod`` (upstream's label) otherwise.
 """
 
 from __future__ import annotations
