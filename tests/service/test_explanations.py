@@ -149,6 +149,29 @@ async def test_a_pod_failing_the_same_way_is_written_again_only_after_the_refres
     assert written()[-1] == (9, "another")
 
 
+async def test_a_pod_failing_for_the_same_reasons_on_other_nodes_is_not_written_again() -> None:
+    writer = FakeWriter()
+    pending = []
+    recorder = ExplanationRecorder(
+        Explanations(), writer, pending.append, lambda key: ObjectRef("ns", "p", "u")
+    )
+
+    async def attempt(nodes: int, time: float, preemption: dict) -> None:
+        record = _record(nodes, preemption=preemption)
+        record.time = time
+        record.message = f"0/{nodes} nodes are available: {nodes} Insufficient cpu."
+        recorder(record)
+        while pending:
+            await pending.pop()
+
+    unfound = {"outcome": "NoCandidates", "nominated_node": "", "victims": ()}
+    await attempt(3, 0.0, {**unfound, "offset": 0})
+    await attempt(5, 1.0, {**unfound, "offset": 4})
+    assert len(writer.calls) == 1
+    await attempt(5, 2.0, {"outcome": "Nominated", "nominated_node": "node-0001", "victims": ()})
+    assert len(writer.calls) == 2
+
+
 def _diagnosed_verdicts(rejected: int, feasible: int) -> NodeVerdicts:
     diagnosis = Diagnosis(NodeToStatus())
     for i in range(rejected):

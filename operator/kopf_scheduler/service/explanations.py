@@ -6,15 +6,21 @@ candidate and the criterion that decided. The annotation is bounded in size: whe
 large, node verdicts are dropped from the end and counted in ``truncatedNodes``.
 
 A pod that keeps failing the same way is not written to on every attempt: each write is a real
-change to the pod (its attempt and cycle numbers move), which every watcher of pods receives, and
-with the backoff queue popped whenever the active queue is empty a pod can fail several times a
-second. A record that says what the last one written for the pod said, but for those two numbers,
-is therefore written only once ``REFRESH_SECONDS`` have passed since that write, as kube-scheduler
-patches a pod's condition only when it changes and writes a repeated event's count every so often.
+change to the pod, which every watcher of pods receives. A record is written when it says
+something new: a different result, a message with other reasons (the numbers in it, how many
+nodes gave each reason, left out), or another preemption outcome, nominated node or victims. A
+record that repeats the last one written in those terms is written only once ``REFRESH_SECONDS``
+have passed since that write, as kube-scheduler writes a repeated event's count every so often.
+The per-node verdicts, the node counts and the preemption's random starting node change from one
+attempt to the next while pods come and go; writing on each such change made one pod update per
+failed attempt, and on a busy API server those writes slowed the very deletions the pods were
+waiting for (EventHandlingPodDelete: 33,823 failed attempts and 40,328 PATCH requests against
+4,381 and 2,963 without explanations).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Protocol
 
@@ -32,7 +38,7 @@ REFRESH_SECONDS = 30.0
 """How long a record that repeats the last one written for the pod may go unwritten."""
 REMEMBERED_PODS = 50_000
 """How many pods' last writes are remembered (the least recently written are forgotten)."""
-_COUNTERS = ("attempt", "cycle")
+_NUMBERS = re.compile(r"\d+")
 logger = structlog.get_logger("kopf_scheduler.explanations")
 
 
@@ -57,9 +63,8 @@ def _fitting(verdicts: Sequence[NodeVerdict], budget: int) -> list[dict[str, Any
     return entries
 
 
-def encode_record(record: AttemptRecord, max_bytes: int, *, with_counters: bool = True) -> str:
-    """Compact JSON of ``record`` no longer than ``max_bytes`` (node verdicts trimmed first);
-    without the attempt and cycle numbers when ``with_counters`` is false.
+def encode_record(record: AttemptRecord, max_bytes: int) -> str:
+    """Compact JSON of ``record`` no longer than ``max_bytes`` (node verdicts trimmed first).
 
     A record that fits is stored whole. Otherwise the preemption's per-node statuses go first,
     then the node verdicts are kept from the start of the list for as long as they fit (the rest
@@ -69,9 +74,6 @@ def encode_record(record: AttemptRecord, max_bytes: int, *, with_counters: bool 
     few hundred.
     """
     head = record.as_dict(with_nodes=False)
-    if not with_counters:
-        for counter in _COUNTERS:
-            del head[counter]
     verdicts = record.nodes
     entries = _fitting(verdicts, max_bytes - len(_dumps({**head, "nodes": []})))
     if len(entries) == len(verdicts):
@@ -92,6 +94,20 @@ def encode_record(record: AttemptRecord, max_bytes: int, *, with_counters: bool 
     return text.decode()
 
 
+def _gist(record: AttemptRecord) -> int:
+    """What ``record`` says, for the repeat check: its result, its message with the numbers
+    taken out, and its preemption's outcome, nominated node and victims."""
+    preemption = record.preemption
+    outcome = None
+    if preemption is not None:
+        outcome = (
+            preemption.get("outcome"),
+            preemption.get("nominated_node"),
+            preemption.get("victims"),
+        )
+    return hash((record.result, _NUMBERS.sub("#", record.message), outcome))
+
+
 class ExplanationRecorder:
     """Receives every attempt record and writes the ones the configuration asks for."""
 
@@ -109,7 +125,7 @@ class ExplanationRecorder:
         self._written: cachetools.LRUCache[str, tuple[int, float]] = cachetools.LRUCache(
             maxsize=REMEMBERED_PODS
         )
-        """By pod UID: the fingerprint of the last record written and the attempt time it had."""
+        """By pod UID: the gist of the last record written and the attempt time it had."""
 
     def wants(self, record: AttemptRecord) -> bool:
         mode = self.settings.annotate
@@ -125,13 +141,12 @@ class ExplanationRecorder:
         pod = self._get_pod(record.pod)
         if pod is None:
             return
-        max_bytes = self.settings.max_bytes
-        fingerprint = hash(encode_record(record, max_bytes, with_counters=False))
+        fingerprint = _gist(record)
         last = self._written.get(pod.uid)
         if last is not None and last[0] == fingerprint and record.time - last[1] < REFRESH_SECONDS:
             return
         self._written[pod.uid] = (fingerprint, record.time)
-        self._spawn(self._write(pod, encode_record(record, max_bytes)))
+        self._spawn(self._write(pod, encode_record(record, self.settings.max_bytes)))
 
     async def _write(self, pod: PodRef, text: str) -> None:
         try:
