@@ -156,7 +156,7 @@ def select_victims_on_node(
 ) -> VictimSelection:
     """Upstream's SelectVictimsOnNode. ``state`` and ``node_info`` are left as they are: the
     pods come and go on clones of both, made only when the node holds a pod that may be removed
-    (a failed attempt dry-runs every node, and most hold none)."""
+    (a failed attempt dry-runs every node, and where the pods share one priority none does)."""
     potential = [
         pod
         for pod in node_info.pods
