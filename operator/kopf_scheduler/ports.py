@@ -76,15 +76,19 @@ class ConflictError(ApiError):
 
 @dataclass
 class PodStatusPatch:
-    """A change to ``pod.status``: conditions merged by type, and optionally the nomination.
+    """A change to ``pod.status``: conditions merged by type, optionally the nomination, and
+    annotations that travel with it.
 
     ``nominated_node_name`` is written only when ``set_nominated_node_name`` is true; an empty
-    name then clears it.
+    name then clears it. ``annotations`` are merged into the pod's (``None`` removes one): the
+    ``pods/status`` subresource takes metadata annotations too, so a note about the pod that is
+    due at the same time as a status change costs no request of its own.
     """
 
     conditions: list[dict[str, Any]] = field(default_factory=list)
     nominated_node_name: str = ""
     set_nominated_node_name: bool = False
+    annotations: dict[str, str | None] = field(default_factory=dict)
 
     def body(self) -> dict[str, Any]:
         """The strategic-merge-patch body for ``pods/status``."""
@@ -93,7 +97,10 @@ class PodStatusPatch:
             status["conditions"] = self.conditions
         if self.set_nominated_node_name:
             status["nominatedNodeName"] = self.nominated_node_name or None
-        return {"status": status}
+        body: dict[str, Any] = {"status": status}
+        if self.annotations:
+            body["metadata"] = {"annotations": self.annotations}
+        return body
 
 
 class Binder(Protocol):

@@ -1,13 +1,22 @@
 import json
+from collections.abc import Coroutine
+from typing import Any
 
 import pytest
 
+from kopf_scheduler.assembly import ClusterView, Ports, build_scheduler
+from kopf_scheduler.config.loader import default_config
 from kopf_scheduler.config.types import Explanations
 from kopf_scheduler.framework.status import Code, Status
 from kopf_scheduler.framework.types import Diagnosis, NodePluginScores, NodeToStatus
-from kopf_scheduler.ports import ApiError, ObjectRef
+from kopf_scheduler.informer.handlers import EventHandlers
+from kopf_scheduler.informer.store import Store
+from kopf_scheduler.ports import ApiError, ObjectRef, PodRef, PodStatusPatch
 from kopf_scheduler.scheduler.explain import AttemptRecord, NodeVerdict, NodeVerdicts, verdicts
 from kopf_scheduler.service.explanations import ANNOTATION, ExplanationRecorder, encode_record
+from kopf_scheduler.sim.cluster import InMemoryCluster
+from kopf_scheduler.sim.virtual_clock import VirtualClock
+from tests.builders import make_node, make_pod
 
 
 def _record(
@@ -170,6 +179,76 @@ async def test_a_pod_failing_for_the_same_reasons_on_other_nodes_is_not_written_
     assert len(writer.calls) == 1
     await attempt(5, 2.0, {"outcome": "Nominated", "nominated_node": "node-0001", "victims": ()})
     assert len(writer.calls) == 2
+
+
+async def test_a_record_due_with_a_status_patch_travels_in_it() -> None:
+    writer = FakeWriter()
+    pending = []
+    recorder = ExplanationRecorder(
+        Explanations(), writer, pending.append, lambda key: ObjectRef("ns", "p", "u")
+    )
+
+    def attempt(number: int, time: float, patch: PodStatusPatch | None) -> None:
+        record = _record(2)
+        record.attempt, record.time, record.status_patch = number, time, patch
+        recorder(record)
+
+    first = PodStatusPatch(conditions=[{"type": "PodScheduled", "status": "False"}])
+    attempt(1, 0.0, first)
+    assert pending == []
+    assert json.loads(first.annotations[ANNOTATION])["attempt"] == 1
+    assert first.body()["metadata"] == {"annotations": first.annotations}
+
+    # Nothing new and no patch going out: nothing is written before the refresh.
+    attempt(2, 1.0, None)
+    assert pending == []
+    # A patch going out anyway takes the record along even when it says nothing new.
+    again = PodStatusPatch(conditions=[{"type": "PodScheduled", "status": "False"}])
+    attempt(3, 2.0, again)
+    assert json.loads(again.annotations[ANNOTATION])["attempt"] == 3
+    attempt(4, 31.0, None)
+    assert pending == []
+    attempt(5, 32.5, None)
+    for coroutine in pending:
+        await coroutine
+    assert [json.loads(a[ANNOTATION])["attempt"] for _, a in writer.calls] == [5]
+
+
+async def test_a_failed_attempt_sends_its_record_in_the_condition_patch() -> None:
+    clock = VirtualClock()
+    cluster = InMemoryCluster(clock)
+    patches: list[PodStatusPatch] = []
+
+    class RecordingStatusWriter:
+        async def patch_status(self, pod: PodRef, patch: PodStatusPatch) -> None:
+            patches.append(patch)
+            await cluster.patch_status(pod, patch)
+
+    store = Store()
+    writer = FakeWriter()
+    pending: list[Coroutine[Any, Any, None]] = []
+    ports = Ports(clock, cluster, RecordingStatusWriter(), cluster, cluster, storage_writer=cluster)
+    scheduler = build_scheduler(
+        default_config(),
+        ports,
+        ClusterView(store.get_pod, store.list_pdbs, store.storage),
+        on_attempt=ExplanationRecorder(Explanations(), writer, pending.append, store.get_pod),
+    )
+    handlers = EventHandlers(scheduler, store)
+    routes = {"Node": handlers.route("Node"), "Pod": handlers.route("Pod")}
+    cluster.subscribe(lambda kind, event_type, raw: routes[kind](event_type, raw))
+    cluster.create(make_node("n1").capacity(cpu="1").obj())
+    cluster.create(make_pod("big").req(cpu="4").scheduler("kopf-scheduler").obj())
+
+    assert scheduler.schedule_one()
+    await scheduler.drain()
+
+    assert pending == []
+    assert writer.calls == []
+    assert len(patches) == 1
+    assert patches[0].conditions[0]["reason"] == "Unschedulable"
+    stored = cluster.pods["default/big"]["metadata"]["annotations"][ANNOTATION]
+    assert json.loads(stored)["result"] == "unschedulable"
 
 
 def _diagnosed_verdicts(rejected: int, feasible: int) -> NodeVerdicts:

@@ -17,6 +17,7 @@ from kopf_scheduler.framework.interfaces import ExplainingPlugin
 from kopf_scheduler.framework.status import Status
 from kopf_scheduler.framework.types import Diagnosis, NodePluginScores
 from kopf_scheduler.model.pod import Pod
+from kopf_scheduler.ports import PodStatusPatch
 
 T = TypeVar("T")
 
@@ -111,6 +112,9 @@ class AttemptRecord:
     """What plugins know about the pod beyond this attempt, by plugin name (see
     :func:`plugin_states`). May be assigned a function: the plugins are asked on first read,
     and answer with what they know then."""
+    status_patch: PodStatusPatch | None = None
+    """The status patch a failed attempt is about to send, if any: a copy of the record stored
+    on the pod may be added to its annotations instead of being written on its own."""
 
     def as_dict(self, *, with_nodes: bool = True) -> dict[str, Any]:
         """The record as JSON-ready data; without ``nodes`` when ``with_nodes`` is false."""

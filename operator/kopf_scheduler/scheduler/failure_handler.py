@@ -4,8 +4,9 @@ A filter pass that found no node, an error in the algorithm, a Reserve or Permit
 failed binding all end here, as upstream's ``handleSchedulingFailure``: count the attempt, put
 the pod back in the queue (unless it was deleted or bound meanwhile), keep or change its
 nomination, log it, record a FailedScheduling event and patch the PodScheduled condition. The
-patch is returned so that the stage that failed can wait for it, as upstream does before the
-loop (or the binding goroutine) goes on.
+attempt's explanation record is made before the patch is sent, so that a record due to be stored
+on the pod travels in that patch. The patch is returned so that the stage that failed can wait
+for it, as upstream does before the loop (or the binding goroutine) goes on.
 """
 
 from __future__ import annotations
@@ -95,11 +96,10 @@ class FailureHandler:
         )
         current = cached if cached is not None and cached.uid == pod.uid else pod
         patch = failure_status_patch(current, reason, message, nominating, now)
-        task = None
-        if patch is not None:
-            task = self.tasks.start(self.reporter.patch_status(current, patch))
-        self.reporter.failed(failure, result, message)
-        return task
+        self.reporter.failed(failure, result, message, patch)
+        if patch is None:
+            return None
+        return self.tasks.start(self.reporter.patch_status(current, patch))
 
     def report_invalid_pod(
         self, raw: Mapping[str, Any], scheduler_name: str, error: InvalidObjectError

@@ -71,10 +71,17 @@ class Reporter:
         """The explanation record of an attempt that bound the pod to ``host``."""
         self._record(attempt, "scheduled", host, "", decision.diagnosis, decision)
 
-    def failed(self, failure: FailedAttempt, result: str, message: str) -> None:
-        """The explanation record of a failed attempt (``result``: unschedulable or error)."""
+    def failed(
+        self,
+        failure: FailedAttempt,
+        result: str,
+        message: str,
+        status_patch: PodStatusPatch | None,
+    ) -> None:
+        """The explanation record of a failed attempt (``result``: unschedulable or error), given
+        the status patch about to be sent for it (the record may join it)."""
         diagnosis = failure.fit.diagnosis if failure.fit is not None else None
-        self._record(failure, result, "", message, diagnosis, None)
+        self._record(failure, result, "", message, diagnosis, None, status_patch)
 
     def _record(
         self,
@@ -84,6 +91,7 @@ class Reporter:
         message: str,
         diagnosis: Diagnosis | None,
         decision: Decision | None,
+        status_patch: PodStatusPatch | None = None,
     ) -> None:
         if self.on_attempt is None:
             return
@@ -104,6 +112,7 @@ class Reporter:
             message=message,
             num_all_nodes=self.snapshot.num_nodes(),
             nodes=node_verdicts,
+            status_patch=status_patch,
         )
         if diagnosis is not None and diagnosis.node_to_status.absent.reasons:
             record.unlisted_status = diagnosis.node_to_status.absent.message()

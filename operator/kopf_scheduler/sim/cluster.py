@@ -363,6 +363,13 @@ class InMemoryCluster:
                 status["nominatedNodeName"] = patch.nominated_node_name
             else:
                 status.pop("nominatedNodeName", None)
+        if patch.annotations:
+            annotations = raw["metadata"].setdefault("annotations", {})
+            for key, value in patch.annotations.items():
+                if value is None:
+                    annotations.pop(key, None)
+                else:
+                    annotations[key] = value
         self._stamp(raw)
         self._emit("Pod", MODIFIED, raw)
 
