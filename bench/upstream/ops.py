@@ -50,6 +50,7 @@ from bench.upstream.podstate import PodRecord, PodState, selects
 from bench.upstream.profiling import WindowProfiler
 from bench.upstream.resources import ResourceMap
 from bench.upstream.suite import Op, TestCase
+from bench.upstream.ticker import Ticker
 
 Raw = dict[str, Any]
 STALL_SECONDS = 600.0
@@ -135,6 +136,9 @@ class Execution:
     priority_classes: set[str] = field(default_factory=set)
     profiler: WindowProfiler | None = None
     """Samples the scheduler over each collection window (``--profile``)."""
+    reported_later: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """What an op's background work found once it was done, by op index (how long paced
+    deletions took, with ``skipWaitToCompletion``)."""
 
     def __post_init__(self) -> None:
         self.resources = ResourceMap(self.client)
@@ -449,8 +453,9 @@ class Execution:
 
     async def delete_pods(self, op: Op) -> dict[str, Any]:
         """Delete the namespace's pods that match the selector, as they were when the op
-        started: all at once, or ``deletePodsPerSecond`` of them a second; in the background
-        with ``skipWaitToCompletion``."""
+        started: all at once, or one request per tick of a ticker at ``deletePodsPerSecond``
+        (:mod:`bench.upstream.ticker`); in the background with ``skipWaitToCompletion``, and
+        then how long the deletions took is reported with the op once they are done."""
         namespace = str(op.get("namespace"))
         selector = dict(op.get("labelSelector") or {})
         names = [r.name for r in self.pods.select([namespace], selector)]
@@ -462,9 +467,14 @@ class Execution:
                 query = {"labelSelector": ",".join(f"{k}={v}" for k, v in selector.items())}
                 await self.client.request("DELETE", path, params=query, ok_statuses=(404,))
                 return
+            started = time.monotonic()
+            ticker = Ticker(1.0 / rate)
             for name in names:
-                await asyncio.sleep(1.0 / rate)
+                await ticker.tick()
                 await self.client.request("DELETE", f"{path}/{name}", ok_statuses=(404,))
+            self.reported_later[op.index] = {
+                "deleting_seconds": round(time.monotonic() - started, 3)
+            }
 
         if op.get("skipWaitToCompletion"):
             self.background.append(asyncio.ensure_future(delete()))
@@ -497,8 +507,9 @@ class Execution:
         async def turns() -> None:
             slots = [[""] * max(number, 1) for _ in kinds]
             tick = 0
+            ticker = Ticker(interval)
             while mode == "recreate" or number == 0 or tick < number:
-                await asyncio.sleep(interval)
+                await ticker.tick()
                 for (raw, collection), ring in zip(kinds, slots, strict=True):
                     if mode == "create":
                         await create(raw, collection)

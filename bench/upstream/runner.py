@@ -163,6 +163,8 @@ async def run_one(
     finally:
         result["wall_seconds"] = round(time.monotonic() - started, 2)
         result["background_errors"] = await execution.stop_background()
+        for record in result["ops"]:
+            record.update(execution.reported_later.get(record["index"], {}))
         if profiler is not None:
             profiler.close()
         result["exit_code"] = await asyncio.to_thread(process.stop)

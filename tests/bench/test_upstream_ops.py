@@ -86,12 +86,14 @@ async def test_deleting_at_a_rate_deletes_the_matching_pods_one_by_one() -> None
         "deletePods",
         {"namespace": "ns", "labelSelector": {"app": "x"}, "deletePodsPerSecond": 1000},
     )
-    done = await _execution(client, pods).run(op)
+    execution = _execution(client, pods)
+    done = await execution.run(op)
     assert done["pods"] == 2
     assert [(m, p) for m, p, _, _ in client.calls] == [
         ("DELETE", "/api/v1/namespaces/ns/pods/x1"),
         ("DELETE", "/api/v1/namespaces/ns/pods/x2"),
     ]
+    assert execution.reported_later[4]["deleting_seconds"] >= 0.002
 
 
 async def test_deleting_at_once_deletes_the_collection_by_selector() -> None:

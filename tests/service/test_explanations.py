@@ -1,3 +1,4 @@
+import dataclasses
 import json
 from collections.abc import Coroutine
 from typing import Any
@@ -11,7 +12,7 @@ from kopf_scheduler.framework.status import Code, Status
 from kopf_scheduler.framework.types import Diagnosis, NodePluginScores, NodeToStatus
 from kopf_scheduler.informer.handlers import EventHandlers
 from kopf_scheduler.informer.store import Store
-from kopf_scheduler.ports import ApiError, ObjectRef, PodRef, PodStatusPatch
+from kopf_scheduler.ports import ApiError, PodRef, PodStatusPatch
 from kopf_scheduler.scheduler.explain import AttemptRecord, NodeVerdict, NodeVerdicts, verdicts
 from kopf_scheduler.service.explanations import ANNOTATION, ExplanationRecorder, encode_record
 from kopf_scheduler.sim.cluster import InMemoryCluster
@@ -80,6 +81,24 @@ def test_preemption_node_statuses_go_before_verdicts_and_candidates_last() -> No
     assert tight["preemption"]["outcome"] == "NoCandidate"
 
 
+@dataclasses.dataclass
+class StoredPod:
+    """The pod as the recorder sees it in the cache: what a write stored shows up on it."""
+
+    namespace: str = "ns"
+    name: str = "p"
+    uid: str = "u"
+    explanation: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def _stored(pod: StoredPod):
+    return lambda key: pod
+
+
 class FakeWriter:
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, str | None]]] = []
@@ -89,6 +108,7 @@ class FakeWriter:
         if self.refuse:
             raise ApiError(503, "ServiceUnavailable")
         self.calls.append((pod.key, annotations))
+        pod.explanation = annotations[ANNOTATION]
 
 
 @pytest.mark.parametrize(
@@ -107,7 +127,7 @@ async def test_recorder_writes_what_the_mode_asks(mode, result, preemption, writ
     writer = FakeWriter()
     pending = []
     recorder = ExplanationRecorder(
-        Explanations(annotate=mode), writer, pending.append, lambda key: ObjectRef("ns", "p", "u")
+        Explanations(annotate=mode), writer, pending.append, _stored(StoredPod())
     )
     recorder(_record(2, result, preemption))
     for coroutine in pending:
@@ -122,9 +142,7 @@ async def test_recorder_writes_what_the_mode_asks(mode, result, preemption, writ
 async def test_a_pod_failing_the_same_way_is_written_again_only_after_the_refresh() -> None:
     writer = FakeWriter()
     pending = []
-    recorder = ExplanationRecorder(
-        Explanations(), writer, pending.append, lambda key: ObjectRef("ns", "p", "u")
-    )
+    recorder = ExplanationRecorder(Explanations(), writer, pending.append, _stored(StoredPod()))
 
     async def attempt(number: int, time: float, message: str = "0/3 nodes are available") -> None:
         record = _record(2)
@@ -161,9 +179,7 @@ async def test_a_pod_failing_the_same_way_is_written_again_only_after_the_refres
 async def test_a_pod_failing_for_the_same_reasons_on_other_nodes_is_not_written_again() -> None:
     writer = FakeWriter()
     pending = []
-    recorder = ExplanationRecorder(
-        Explanations(), writer, pending.append, lambda key: ObjectRef("ns", "p", "u")
-    )
+    recorder = ExplanationRecorder(Explanations(), writer, pending.append, _stored(StoredPod()))
 
     async def attempt(nodes: int, time: float, preemption: dict) -> None:
         record = _record(nodes, preemption=preemption)
@@ -181,37 +197,52 @@ async def test_a_pod_failing_for_the_same_reasons_on_other_nodes_is_not_written_
     assert len(writer.calls) == 2
 
 
-async def test_a_record_due_with_a_status_patch_travels_in_it() -> None:
+async def test_a_status_patch_carries_a_record_only_when_one_is_due() -> None:
     writer = FakeWriter()
     pending = []
-    recorder = ExplanationRecorder(
-        Explanations(), writer, pending.append, lambda key: ObjectRef("ns", "p", "u")
-    )
+    pod = StoredPod()
+    recorder = ExplanationRecorder(Explanations(), writer, pending.append, lambda key: pod)
+    cpu = "0/3 nodes are available: 3 Insufficient cpu"
 
-    def attempt(number: int, time: float, patch: PodStatusPatch | None) -> None:
+    def attempt(number: int, time: float, patch: PodStatusPatch | None, message: str = cpu) -> None:
         record = _record(2)
         record.attempt, record.time, record.status_patch = number, time, patch
+        record.message = message
         recorder(record)
 
-    first = PodStatusPatch(conditions=[{"type": "PodScheduled", "status": "False"}])
+    def condition_patch() -> PodStatusPatch:
+        return PodStatusPatch(conditions=[{"type": "PodScheduled", "status": "False"}])
+
+    first = condition_patch()
     attempt(1, 0.0, first)
     assert pending == []
     assert json.loads(first.annotations[ANNOTATION])["attempt"] == 1
     assert first.body()["metadata"] == {"annotations": first.annotations}
+    pod.explanation = first.annotations[ANNOTATION]  # the patch went through
 
     # Nothing new and no patch going out: nothing is written before the refresh.
     attempt(2, 1.0, None)
     assert pending == []
-    # A patch going out anyway takes the record along even when it says nothing new.
-    again = PodStatusPatch(conditions=[{"type": "PodScheduled", "status": "False"}])
-    attempt(3, 2.0, again)
-    assert json.loads(again.annotations[ANNOTATION])["attempt"] == 3
-    attempt(4, 31.0, None)
+    # A patch going out because the counts in the message changed: the record stays out of it.
+    counts = condition_patch()
+    attempt(3, 2.0, counts, cpu.replace("3 Insufficient", "2 Insufficient"))
+    assert counts.annotations == {}
+    assert "metadata" not in counts.body()
+    # Other reasons: the record is due and goes along.
+    other = condition_patch()
+    attempt(4, 3.0, other, "0/3 nodes are available: 3 Too many pods")
+    assert json.loads(other.annotations[ANNOTATION])["attempt"] == 4
+    # That patch failed, so the pod does not carry the record: the next patch takes it again.
+    retried = condition_patch()
+    attempt(5, 4.0, retried, "0/3 nodes are available: 3 Too many pods")
+    assert json.loads(retried.annotations[ANNOTATION])["attempt"] == 5
+    pod.explanation = retried.annotations[ANNOTATION]
+    attempt(6, 33.0, None, "0/3 nodes are available: 3 Too many pods")
     assert pending == []
-    attempt(5, 32.5, None)
+    attempt(7, 34.5, None, "0/3 nodes are available: 3 Too many pods")
     for coroutine in pending:
         await coroutine
-    assert [json.loads(a[ANNOTATION])["attempt"] for _, a in writer.calls] == [5]
+    assert [json.loads(a[ANNOTATION])["attempt"] for _, a in writer.calls] == [7]
 
 
 async def test_a_failed_attempt_sends_its_record_in_the_condition_patch() -> None:

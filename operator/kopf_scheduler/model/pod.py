@@ -339,6 +339,12 @@ class Pod:
         return bool(self.anti_affinity_required)
 
     @property
+    def explanation(self) -> str | None:
+        """The decision record stored on the pod (:data:`EXPLANATION_ANNOTATION`), if any."""
+        stored = _annotations(self.raw).get(EXPLANATION_ANNOTATION)
+        return stored if isinstance(stored, str) else None
+
+    @property
     def generation(self) -> int:
         """``metadata.generation`` (0 when the API server keeps none, as before v1.34)."""
         metadata = self.raw.get("metadata") or {}
