@@ -168,10 +168,12 @@ def test_explain_renders_the_stored_record(
 
     record = wait_until(stored, timeout=30, what="the explanation annotation")
     assert record["result"] == "unschedulable"
-    rejected = {n["node"]: n for n in record["nodes"] if not n["feasible"]}
-    for name in env.node_names:
-        assert rejected[name]["plugin"] == "NodeResourcesFit"
-        assert rejected[name]["reasons"] == ["Insufficient cpu"]
+    assert record["nodes"] == []
+    # Nodes rejected alike are one group; other tests' nodes (their affinity) are in others.
+    [group] = [g for g in record["rejected"] if set(env.node_names) & set(g["nodes"])]
+    assert group["plugin"] == "NodeResourcesFit"
+    assert group["reasons"] == ["Insufficient cpu"]
+    assert sorted(group["nodes"]) == sorted(env.node_names)
 
     result = _cli("explain", f"{env.namespace}/too-big", kubeconfig=admin)
     assert result.returncode == 0, result.stderr

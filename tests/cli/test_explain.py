@@ -62,6 +62,18 @@ def kubeconfig(tmp_path: Path, kmock: kmock.RawHandler) -> str:
             id="scores-not-an-object",
         ),
         pytest.param(
+            json.dumps({**VALID, "rejected": {"plugin": "NodeResourcesFit"}}),
+            "rejected must be a list",
+            id="groups-not-a-list",
+        ),
+        pytest.param(
+            json.dumps(
+                {**VALID, "rejected": [{"plugin": None, "code": "x", "reasons": [], "nodes": "n1"}]}
+            ),
+            "rejected[0].nodes must be a list of strings",
+            id="group-nodes-not-a-list",
+        ),
+        pytest.param(
             json.dumps({**VALID, "preemption": {"outcome": "x", "candidates": [{"node": "n"}]}}),
             "preemption.candidates[0].victims is missing",
             id="candidate-without-victims",
@@ -106,6 +118,19 @@ async def test_every_record_the_scheduler_writes_is_shown(
             kmock[f"get {POD_PATH}"] << pod_with(encode_record(attempt, limit))
             assert await explain("team/web", kubeconfig, "text") == 0
             assert capsys.readouterr().err == ""
+
+
+async def test_nodes_rejected_alike_are_shown_one_a_line(
+    kmock: kmock.RawHandler, kubeconfig: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fit = {"plugin": "NodeResourcesFit", "code": "Unschedulable", "reasons": ["Insufficient cpu"]}
+    record = {**VALID, "rejected": [{**fit, "nodes": ["n1", "n2"]}]}
+    kmock[f"get {POD_PATH}"] << pod_with(json.dumps(record))
+    assert await explain("team/web", kubeconfig, "text") == 0
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        f"  {node}: rejected by NodeResourcesFit (Unschedulable): Insufficient cpu"
+        for node in ("n1", "n2")
+    ]
 
 
 async def test_a_pod_without_a_record(

@@ -3,6 +3,10 @@
 The pod is named as kubectl names it: ``NAME`` in the namespace of ``-n`` or, without it, of the
 kubeconfig's context (``--context`` chooses another), or ``NAMESPACE/NAME``.
 
+Rejected nodes are stored in groups that share a plugin, code and reasons; the text output
+names each node on a line of its own, as ``simulate``'s report does, and ``-o json``/``-o yaml``
+give the record as stored.
+
 The record is an annotation, and anyone who can patch the pod can write it, so it is checked
 before it is rendered: text that is not JSON, JSON that is not a record, and a record that lacks
 a field the rendering reads each get a one-line error naming what is wrong. What plugins add
@@ -34,7 +38,7 @@ from kopf_scheduler.config.validation import (
 from kopf_scheduler.k8s.client import make_api
 from kopf_scheduler.k8s.errors import ClientConfigError
 from kopf_scheduler.ports import ApiError, NotFoundError
-from kopf_scheduler.service.explanations import ANNOTATION
+from kopf_scheduler.service.explanations import ANNOTATION, stored_verdicts
 from kopf_scheduler.service.startup import describe
 from kopf_scheduler.sim.report import render_explanations
 
@@ -68,6 +72,12 @@ _ATTEMPT: dict[str, Expected[Any]] = {
 _FEASIBLE_NODE: dict[str, Expected[Any]] = {"node": STRING, "scores": SCORES, "total": NUMBER}
 _REJECTED_NODE: dict[str, Expected[Any]] = {
     "node": STRING,
+    "plugin": STRING_OR_NULL,
+    "code": STRING,
+    "reasons": STRING_LIST,
+}
+_REJECTED_GROUP: dict[str, Expected[Any]] = {
+    "nodes": STRING_LIST,
     "plugin": STRING_OR_NULL,
     "code": STRING,
     "reasons": STRING_LIST,
@@ -113,6 +123,11 @@ def parse_record(text: str) -> dict[str, Any]:
         node = _mapping(entry, where)
         _require(node, {"feasible": BOOLEAN}, where)
         _require(node, _FEASIBLE_NODE if node["feasible"] else _REJECTED_NODE, where)
+    groups = record.get("rejected") or []
+    if not LIST.accepts(groups):
+        raise RecordError(f"rejected must be {LIST.name}")
+    for index, entry in enumerate(groups):
+        _require(_mapping(entry, f"rejected[{index}]"), _REJECTED_GROUP, f"rejected[{index}]")
     preemption = record.get("preemption")
     if preemption is not None:
         preemption = _mapping(preemption, "preemption")
@@ -188,7 +203,7 @@ async def explain(
     if output == "yaml":
         print(yaml.safe_dump(record, sort_keys=False), end="")
         return 0
-    print("\n".join(render_explanations([record])))
+    print("\n".join(render_explanations([{**record, "nodes": stored_verdicts(record)}])))
     if record.get("truncatedNodes"):
         print(f"  ({record['truncatedNodes']} more nodes not stored)")
     nominated = status.get("nominatedNodeName")

@@ -2,8 +2,10 @@
 
 kube-scheduler keeps only an aggregated histogram ("3 Insufficient cpu"); the record here names,
 per node, the plugin and reason that rejected it or the scores it got, and for preemption every
-candidate and the criterion that decided. The annotation is bounded in size: when a record is too
-large, node verdicts are dropped from the end and counted in ``truncatedNodes``.
+candidate and the criterion that decided. Nodes rejected alike (the same plugin, code and
+reasons) are stored as one group naming them, so the annotation grows by a name per node rather
+than a verdict. It is bounded in size: when a record is too large, node verdicts are dropped from
+the end and counted in ``truncatedNodes``.
 
 A pod that keeps failing the same way is not written to on every attempt: each write is a real
 change to the pod, which every watcher of pods receives. A record is written when it says
@@ -29,7 +31,7 @@ carry the last one sent: a patch or a write that failed, or an annotation someon
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
 import cachetools
@@ -72,48 +74,113 @@ def _dumps(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
-def _fitting(verdicts: Sequence[NodeVerdict], budget: int) -> list[dict[str, Any]]:
-    """The leading verdicts whose JSON array elements fit in ``budget`` bytes."""
-    entries: list[dict[str, Any]] = []
+class _Packed(NamedTuple):
+    rejected: list[dict[str, Any]]
+    feasible: list[dict[str, Any]]
+    held: int
+    """How many verdicts, from the start of the list, the two hold."""
+
+
+def _pack(verdicts: Sequence[NodeVerdict], budget: int) -> _Packed:
+    """The leading verdicts whose JSON adds no more than ``budget`` bytes to the record.
+
+    Rejected nodes go into groups, one per plugin, code, reasons and detail, each listing its
+    nodes by name; feasible nodes keep an entry each for their scores. The sizes add up exactly
+    as the JSON arrays will: an element, and a comma before every element but the first.
+    """
+    groups: dict[tuple[str, str, tuple[str, ...], str], dict[str, Any]] = {}
+    feasible: list[dict[str, Any]] = []
     used = 0
+    held = 0
     for verdict in verdicts:
-        entry = verdict.as_dict()
-        used += len(_dumps(entry)) + (1 if entries else 0)
-        if used > budget:
-            break
-        entries.append(entry)
-    return entries
+        if verdict.feasible:
+            entry = verdict.as_dict()
+            cost = len(_dumps(entry)) + (1 if feasible else 0)
+            if used + cost > budget:
+                break
+            feasible.append(entry)
+        else:
+            key = (verdict.plugin, verdict.code, verdict.reasons, verdict.detail)
+            name_bytes = len(_dumps(verdict.node))
+            group = groups.get(key)
+            if group is None:
+                group = _rejected_group(verdict)
+                cost = len(_dumps(group)) + (1 if groups else 0) + name_bytes
+            else:
+                cost = name_bytes + 1
+            if used + cost > budget:
+                break
+            groups.setdefault(key, group)["nodes"].append(verdict.node)
+        used += cost
+        held += 1
+    return _Packed(list(groups.values()), feasible, held)
+
+
+def _rejected_group(verdict: NodeVerdict) -> dict[str, Any]:
+    group: dict[str, Any] = {
+        "plugin": verdict.plugin,
+        "code": verdict.code,
+        "reasons": list(verdict.reasons),
+        "nodes": [],
+    }
+    if verdict.detail:
+        group["detail"] = verdict.detail
+    return group
+
+
+def _with_verdicts(head: dict[str, Any], packed: _Packed | None = None) -> dict[str, Any]:
+    if packed is None:
+        return {**head, "nodes": [], "rejected": []}
+    return {**head, "nodes": packed.feasible, "rejected": packed.rejected}
 
 
 def encode_record(record: AttemptRecord, max_bytes: int) -> str:
     """Compact JSON of ``record`` no longer than ``max_bytes`` (node verdicts trimmed first).
 
+    Rejected nodes are stored in groups that share a plugin, code and reasons (``rejected``,
+    each group naming its nodes), feasible ones with their scores (``nodes``): a node that fails
+    for the same reason as another costs its name, not a verdict of its own (a pod too large
+    for 50 nodes: 2.0 KB, against 8.8 KB with a verdict per node). :func:`stored_verdicts` reads
+    them back.
+
     A record that fits is stored whole. Otherwise the preemption's per-node statuses go first,
-    then the node verdicts are kept from the start of the list for as long as they fit (the rest
-    are counted in ``truncatedNodes``), and if the record does not fit even without verdicts,
-    the preemption's candidate lists go too. Verdicts past the limit are never turned into JSON:
-    a failed attempt on 5000 nodes must not cost 5000 encodings for an annotation that keeps a
-    few hundred.
+    then the verdicts are kept from the start of the list for as long as they fit (the rest are
+    counted in ``truncatedNodes``), and if the record does not fit even without verdicts, the
+    preemption's candidate lists go too. Verdicts past the limit are never read: a failed
+    attempt on 5000 nodes must not cost 5000 verdicts for an annotation that keeps a few hundred.
     """
     head = record.as_dict(with_nodes=False)
     verdicts = record.nodes
-    entries = _fitting(verdicts, max_bytes - len(_dumps({**head, "nodes": []})))
-    if len(entries) == len(verdicts):
-        return _dumps({**head, "nodes": entries}).decode()
+    packed = _pack(verdicts, max_bytes - len(_dumps(_with_verdicts(head))))
+    if packed.held == len(verdicts):
+        return _dumps(_with_verdicts(head, packed)).decode()
 
     preemption = head.get("preemption")
     if isinstance(preemption, dict):
         head["preemption"] = {k: v for k, v in preemption.items() if k != "node_statuses"}
     head["truncatedNodes"] = len(verdicts)
-    entries = _fitting(verdicts, max_bytes - len(_dumps({**head, "nodes": []})))
-    head["truncatedNodes"] = len(verdicts) - len(entries)
-    text = _dumps({**head, "nodes": entries})
+    packed = _pack(verdicts, max_bytes - len(_dumps(_with_verdicts(head))))
+    head["truncatedNodes"] = len(verdicts) - packed.held
+    text = _dumps(_with_verdicts(head, packed))
     if len(text) > max_bytes and isinstance(head.get("preemption"), dict):
         head["preemption"] = {
             k: v for k, v in head["preemption"].items() if k not in ("candidates", "pdb_rejected")
         }
-        text = _dumps({**head, "nodes": entries})
+        text = _dumps(_with_verdicts(head, packed))
     return text.decode()
+
+
+def stored_verdicts(record: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The per-node verdicts of a stored record, as :meth:`NodeVerdict.as_dict` gives them.
+
+    A group of rejected nodes becomes one verdict per node; a record written before the groups
+    keeps its rejected nodes in ``nodes``, and those are taken as they are.
+    """
+    expanded: list[dict[str, Any]] = []
+    for group in record.get("rejected") or ():
+        shared = {k: v for k, v in group.items() if k != "nodes"}
+        expanded.extend({"node": node, "feasible": False, **shared} for node in group["nodes"])
+    return expanded + list(record["nodes"])
 
 
 def _gist(record: AttemptRecord) -> int:
