@@ -126,6 +126,7 @@ class StoredPod:
     namespace: str = "ns"
     name: str = "p"
     uid: str = "u"
+    resource_version: str = "1"
     explanation: str | None = None
 
     @property
@@ -147,6 +148,7 @@ class FakeWriter:
             raise ApiError(503, "ServiceUnavailable")
         self.calls.append((pod.key, annotations))
         pod.explanation = annotations[ANNOTATION]
+        pod.resource_version = str(int(pod.resource_version) + 1)
 
 
 @pytest.mark.parametrize(
@@ -251,36 +253,47 @@ async def test_a_status_patch_carries_a_record_only_when_one_is_due() -> None:
     def condition_patch() -> PodStatusPatch:
         return PodStatusPatch(conditions=[{"type": "PodScheduled", "status": "False"}])
 
+    def went_through(patch: PodStatusPatch) -> None:
+        pod.explanation = patch.annotations[ANNOTATION]
+        pod.resource_version = str(int(pod.resource_version) + 1)
+
     first = condition_patch()
     attempt(1, 0.0, first)
     assert pending == []
     assert json.loads(first.annotations[ANNOTATION])["attempt"] == 1
     assert first.body()["metadata"] == {"annotations": first.annotations}
-    pod.explanation = first.annotations[ANNOTATION]  # the patch went through
+    # The pod is still seen at the version the patch was sent against (the watch lags): it
+    # cannot show the record yet, and a patch going out meanwhile does not take it again.
+    lagging = condition_patch()
+    attempt(2, 0.5, lagging)
+    assert lagging.annotations == {}
+    went_through(first)
 
     # Nothing new and no patch going out: nothing is written before the refresh.
-    attempt(2, 1.0, None)
+    attempt(3, 1.0, None)
     assert pending == []
     # A patch going out because the counts in the message changed: the record stays out of it.
     counts = condition_patch()
-    attempt(3, 2.0, counts, cpu.replace("3 Insufficient", "2 Insufficient"))
+    attempt(4, 2.0, counts, cpu.replace("3 Insufficient", "2 Insufficient"))
     assert counts.annotations == {}
     assert "metadata" not in counts.body()
     # Other reasons: the record is due and goes along.
     other = condition_patch()
-    attempt(4, 3.0, other, "0/3 nodes are available: 3 Too many pods")
-    assert json.loads(other.annotations[ANNOTATION])["attempt"] == 4
-    # That patch failed, so the pod does not carry the record: the next patch takes it again.
+    attempt(5, 3.0, other, "0/3 nodes are available: 3 Too many pods")
+    assert json.loads(other.annotations[ANNOTATION])["attempt"] == 5
+    # That patch failed: a newer version of the pod shows up without the record, which goes
+    # with the next patch again.
+    pod.resource_version = str(int(pod.resource_version) + 1)
     retried = condition_patch()
-    attempt(5, 4.0, retried, "0/3 nodes are available: 3 Too many pods")
-    assert json.loads(retried.annotations[ANNOTATION])["attempt"] == 5
-    pod.explanation = retried.annotations[ANNOTATION]
-    attempt(6, 33.0, None, "0/3 nodes are available: 3 Too many pods")
+    attempt(6, 4.0, retried, "0/3 nodes are available: 3 Too many pods")
+    assert json.loads(retried.annotations[ANNOTATION])["attempt"] == 6
+    went_through(retried)
+    attempt(7, 33.0, None, "0/3 nodes are available: 3 Too many pods")
     assert pending == []
-    attempt(7, 34.5, None, "0/3 nodes are available: 3 Too many pods")
+    attempt(8, 34.5, None, "0/3 nodes are available: 3 Too many pods")
     for coroutine in pending:
         await coroutine
-    assert [json.loads(a[ANNOTATION])["attempt"] for _, a in writer.calls] == [7]
+    assert [json.loads(a[ANNOTATION])["attempt"] for _, a in writer.calls] == [8]
 
 
 async def test_a_failed_attempt_sends_its_record_in_the_condition_patch() -> None:
