@@ -10,7 +10,9 @@ import pytest
 
 from kopf_scheduler.config.loader import default_config, parse_config
 from kopf_scheduler.k8s.errors import TransportError
+from kopf_scheduler.framework.status import Code, Status
 from kopf_scheduler.ports import ApiError, PodRef, PodStatusPatch
+from kopf_scheduler.scheduler.algorithm import SchedulingError
 from kopf_scheduler.sim.runner import Simulation
 from tests.builders import make_node, make_pdb, make_pod
 
@@ -456,3 +458,34 @@ async def test_a_loop_woken_by_the_queue_takes_its_pod_at_the_next_turn_of_the_e
     assert [assumed.name for assumed in scheduler.cache.assumed_pods()] == ["p"]
     stop.set()
     await asyncio.wait_for(running, 5)
+
+
+async def test_an_error_after_a_rejection_retries_the_pod_after_backoff() -> None:
+    """A pod first rejected by NodeResourcesFit, whose next attempt, once a node with room has
+    come, ends in a plugin's error: kube-scheduler forgets an attempt's rejecting plugins when it
+    pops the pod for the next one, so the error sends the pod to backoff and it binds seconds
+    later, not once another event about cpu comes or the five-minute flush."""
+    sim = Simulation(default_config())
+    scheduler = sim.start()
+    algorithm = scheduler.algorithm
+    schedule_pod = algorithm.schedule_pod
+    failed: list[float] = []
+
+    def fail_once_after_the_node_came(framework: Any, state: Any, p: Any, snapshot: Any) -> Any:
+        if "big" in sim.cluster.nodes and not failed:
+            failed.append(sim.clock.now())
+            raise SchedulingError(Status(Code.ERROR, "a plugin failed once"))
+        return schedule_pod(framework, state, p, snapshot)
+
+    algorithm.schedule_pod = fail_once_after_the_node_came  # type: ignore[method-assign]
+    sim.apply(make_node("small").capacity(cpu="1", memory="8Gi", pods=110).obj())
+    sim.apply(pod("p", cpu="2").obj())
+    await sim.run_until_quiet()
+    assert conditions(sim, "default/p")["PodScheduled"]["reason"] == "Unschedulable"
+
+    sim.apply(make_node("big").capacity(cpu="4", memory="8Gi", pods=110).obj())
+    await sim.run_until_quiet()
+    assert failed
+    assert sim.cluster.pods["default/p"]["spec"]["nodeName"] == "big"
+    [scheduled] = [e for e in sim.cluster.events if e.reason == "Scheduled"]
+    assert scheduled.time - failed[0] < 5

@@ -234,7 +234,8 @@ class SchedulingQueue:
     def pop(self) -> QueuedPodInfo | None:
         """The next pod to try, now in flight; ``None`` when there is none (never blocks).
 
-        A pod's first pop reports how long it waited in activeQ for it.
+        A pod's first pop reports how long it waited in activeQ for it. The pod's rejecting
+        plugins are cleared, as upstream clears them, for the attempt to fill in.
         """
         while True:
             info = self._active.pop()
@@ -255,6 +256,10 @@ class SchedulingQueue:
             profile = info.pod.scheduler_name
             for plugin in info.unschedulable_plugins | info.pending_plugins:
                 self._count_reason(plugin, profile, -1)
+            # The plugins that rejected the last attempt are forgotten: an attempt that ends in
+            # an error names none, and the pod then goes to backoff, not to wait for events.
+            info.unschedulable_plugins = set()
+            info.pending_plugins = set()
             return info
 
     def done(self, uid: str) -> None:
