@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from kopf_scheduler.config.loader import default_config, parse_config
-from kopf_scheduler.k8s.errors import TransportError
 from kopf_scheduler.framework.status import Code, Status
+from kopf_scheduler.k8s.errors import TransportError
 from kopf_scheduler.ports import ApiError, PodRef, PodStatusPatch
 from kopf_scheduler.scheduler.algorithm import SchedulingError
 from kopf_scheduler.sim.runner import Simulation
