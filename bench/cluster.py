@@ -9,8 +9,9 @@ cannot attribute requests to a client; the audit log can.) The audit policy reco
 two users, at the Metadata level, once per request when the response is complete.
 
 This subclasses :class:`e2e.localcluster.LocalCluster` and hooks its ``_launch`` step for the
-API server; nothing in ``e2e/`` changes. It uses its own state directory (``LOCALCLUSTER_DIR``
-or ``/tmp/lc-bench``), so it never touches the clusters of other test runs.
+API server (and, for scheduler_perf's workloads, the controller manager:
+:class:`SchedulerPerfCluster`); nothing in ``e2e/`` changes. It uses its own state directory
+(``LOCALCLUSTER_DIR`` or ``/tmp/lc-bench``), so it never touches the clusters of other test runs.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ BENCH_USERS = (KOPF_USER, UPSTREAM_USER)
 AUDIT_LOG = "audit.log"
 AUDIT_POLICY = "audit-policy.yaml"
 BENCH_STATE = "bench.json"
+WITHOUT_NODE_LIFECYCLE = "without-node-lifecycle"
+"""A file in the state directory: the running controller manager has no node lifecycle."""
+NODE_LIFECYCLE_CONTROLLERS = frozenset({"nodelifecycle", "taint-eviction-controller"})
 
 
 def state_dir() -> Path:
@@ -68,6 +72,10 @@ def audit_policy() -> dict[str, Any]:
 
 class BenchCluster(LocalCluster):
     """A :class:`LocalCluster` whose API server also knows the two scheduler identities."""
+
+    without_node_lifecycle = False
+    """Whether the controller manager runs without node lifecycle (see
+    :class:`SchedulerPerfCluster`)."""
 
     @property
     def audit_log(self) -> Path:
@@ -110,22 +118,63 @@ class BenchCluster(LocalCluster):
 
     def down(self, timeout: float = 10, keep_logs: bool = False) -> None:
         super().down(timeout=timeout, keep_logs=keep_logs)
-        for extra in (BENCH_STATE, AUDIT_POLICY, *(f"{u}.kubeconfig" for u in BENCH_USERS)):
+        extras = (BENCH_STATE, AUDIT_POLICY, WITHOUT_NODE_LIFECYCLE)
+        for extra in (*extras, *(f"{u}.kubeconfig" for u in BENCH_USERS)):
             with contextlib.suppress(OSError):
                 (self.state_dir / extra).unlink()
         with contextlib.suppress(OSError):
             self.state_dir.rmdir()
 
     def ready_for_bench(self) -> bool:
-        return self.is_healthy() and bool(self.bench_tokens()) and self.audit_log.parent.exists()
+        return (
+            self.is_healthy()
+            and bool(self.bench_tokens())
+            and self.audit_log.parent.exists()
+            and (self.state_dir / WITHOUT_NODE_LIFECYCLE).exists() == self.without_node_lifecycle
+        )
 
 
-def start_bench_cluster(nodes: int = 0, fresh: bool = False) -> BenchCluster:
-    """Start (or reuse) the benchmark cluster in its own state directory."""
+class SchedulerPerfCluster(BenchCluster):
+    """The bench cluster as scheduler_perf's test server has it: no node lifecycle controller.
+
+    kwok renews every node's heartbeat; with thousands of nodes and tens of thousands of pods on
+    two shared CPUs it falls behind, and the node lifecycle controller then taints the nodes
+    unreachable (Unschedulable/5kNodes/20kInit/10kPods: 2,690 of 5,000 nodes tainted while the
+    measured pods waited), and the taint controller evicts their pods. Upstream's test server
+    runs no controller manager, so none of its nodes is ever tainted; here the runner lifts the
+    not-ready taint of new nodes itself, and the PV binder and the other controllers still run.
+    """
+
+    without_node_lifecycle = True
+
+    def _launch(self, name: str, args: Sequence[str]) -> None:
+        if name == "kube-controller-manager":
+            args = without_controllers(args, NODE_LIFECYCLE_CONTROLLERS)
+            (self.state_dir / WITHOUT_NODE_LIFECYCLE).touch()
+        super()._launch(name, args)
+
+
+def without_controllers(args: Sequence[str], dropped: frozenset[str]) -> list[str]:
+    """The controller manager's ``args`` with ``dropped`` taken out of ``--controllers``."""
+    kept: list[str] = []
+    for arg in args:
+        if arg.startswith("--controllers="):
+            names = arg.removeprefix("--controllers=").split(",")
+            kept.append("--controllers=" + ",".join(n for n in names if n not in dropped))
+        else:
+            kept.append(arg)
+    return kept
+
+
+def start_bench_cluster(
+    nodes: int = 0, fresh: bool = False, kind: type[BenchCluster] = BenchCluster
+) -> BenchCluster:
+    """Start (or reuse) a benchmark cluster of ``kind`` in its own state directory (one of
+    another kind running there is stopped first)."""
     directory = state_dir()
-    existing = BenchCluster(directory)
+    existing = kind(directory)
     if existing.is_running() and (fresh or not existing.ready_for_bench()):
         existing.down()
     if existing.is_running() and existing.ready_for_bench():
         return existing
-    return BenchCluster.up(nodes=nodes, state_dir=directory)  # type: ignore[return-value]
+    return kind.up(nodes=nodes, state_dir=directory)  # type: ignore[return-value]

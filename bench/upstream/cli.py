@@ -222,7 +222,7 @@ async def _run(
 ) -> int:
     # The runner brings the whole end-to-end harness: imported only for a run, so that the
     # other commands of ``python -m bench`` (and the memory they measure) do without it.
-    from bench.cluster import binaries_available, start_bench_cluster
+    from bench.cluster import SchedulerPerfCluster, binaries_available, start_bench_cluster
     from bench.e2e import say
     from bench.upstream import runner
 
@@ -275,7 +275,7 @@ async def _run(
         if args.out is not None:
             runner.write(args.out, results)
 
-    cluster = start_bench_cluster()
+    cluster = start_bench_cluster(kind=SchedulerPerfCluster)
     work = Path(tempfile.mkdtemp(prefix="bench-upstream-"))
     say(f"upstream workloads on {cluster.server}, work files in {work}")
     try:
