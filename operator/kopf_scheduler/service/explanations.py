@@ -28,10 +28,9 @@ pods/s and 40.7 s with none). A record is due again, too, whenever the pod as la
 carry the last one sent: a patch or a write that failed, or an annotation someone removed. Only
 a version of the pod newer than the one the record was sent against can say so: until the watch
 brings the pod back, it cannot show the record, and a pod retried within the second, as pods
-waiting for deletions are, would otherwise send it again on every attempt while the API server
-lags (EventHandlingPodDelete at 2ad543d: the blockers' deletions 73.7 s against kube-scheduler's
-49.6 s). A write of its own that fails is forgotten, so the next attempt makes it again; a status
-patch that failed shows in a newer version of the pod without the record, or is made good by the
+waiting for deletions are, would otherwise send it again on every attempt while the watch lags.
+A write of its own that fails is forgotten, so the next attempt makes it again; a status patch
+that failed shows in a newer version of the pod without the record, or is made good by the
 refresh.
 """
 
