@@ -63,6 +63,29 @@ def test_assumed_pod_expires_after_ttl_once_binding_finished() -> None:
     assert cache.get_node_info("n1").requested.milli_cpu == 0  # type: ignore[union-attr]
 
 
+def test_the_assumed_count_follows_every_way_an_assumption_ends() -> None:
+    """Confirmed by the watch, forgotten, deleted, expired: each leaves the count and the list."""
+    clock = FakeClock()
+    cache = Cache(clock, assumed_pod_ttl=30)
+    cache.add_node(make_node("n1").node())
+    cache.add_pod(make_pod("bound").node("n1").pod())
+    pods = [make_pod(f"p{i}").pod().assigned_to("n1") for i in range(4)]
+    for pod in pods:
+        cache.assume_pod(pod)
+    assert cache.assumed_count() == 4
+    assert [p.name for p in cache.assumed_pods()] == ["p0", "p1", "p2", "p3"]
+    cache.add_pod(pods[0])
+    assert cache.forget_pod(pods[1])
+    cache.remove_pod(pods[2])
+    assert [p.name for p in cache.assumed_pods()] == ["p3"]
+    cache.finish_binding(pods[3])
+    clock.t = 30
+    assert cache.cleanup_expired_assumed_pods() == [pods[3]]
+    assert cache.assumed_count() == 0
+    assert cache.assumed_pods() == []
+    assert cache.pod_count() == 2
+
+
 def test_forgetting_a_pod_the_watch_already_confirmed_keeps_it() -> None:
     """A binding whose reply was lost after the watch confirmed it: nothing left to forget."""
     cache = Cache(FakeClock())

@@ -6,6 +6,7 @@ including its filter-call counts, which pin down where the dry run stops.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -671,3 +672,16 @@ def test_select_best_candidate_end_to_end(
     selection = select_candidate(result.candidates, NOW)
     assert selection is not None
     assert selection.candidate.node == expected
+
+
+class _NamesNotToWalk:
+    def __iter__(self) -> Iterator[str]:
+        raise AssertionError("the node list was walked")
+
+
+def test_potential_nodes_leaves_the_node_list_alone_when_no_listed_node_can_match() -> None:
+    """A pod too large for every node: no node is Unschedulable, and the snapshot's thousands of
+    names are not walked to find that out."""
+    statuses = NodeToStatus({n: UAU for n in NODES4})
+    assert statuses.nodes_with_code(_NamesNotToWalk(), Code.UNSCHEDULABLE) == []
+    assert statuses.nodes_with_code(iter(NODES4), Code.UNSCHEDULABLE_AND_UNRESOLVABLE) == NODES4

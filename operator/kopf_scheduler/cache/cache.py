@@ -41,6 +41,9 @@ class Cache:
         self._ttl = assumed_pod_ttl
         self._nodes: dict[str, NodeInfo] = {}
         self._pods: dict[str, _PodState] = {}
+        self._assumed: dict[str, None] = {}
+        """Uids of the assumed pods in ``_pods``, in the order they were assumed: the gauge read
+        every second counts them without a walk over every pod of the cluster."""
         self._expiring: dict[str, _PodState] = {}
         """Assumptions whose binding finished, by uid, in that order: the only ones that can
         expire, so the periodic cleanup looks at these instead of every pod. An entry whose pod
@@ -152,6 +155,7 @@ class Cache:
             raise CacheError(f"pod {pod.key} ({pod.uid}) is in the cache, so can't be assumed")
         self._add_to_node(pod)
         self._pods[pod.uid] = _PodState(pod, assumed=True)
+        self._assumed[pod.uid] = None
 
     def finish_binding(self, pod: Pod) -> None:
         """The binding request returned: start the expiry countdown of the assumption."""
@@ -179,6 +183,7 @@ class Cache:
             )
         self._remove_from_node(state.pod)
         del self._pods[pod.uid]
+        self._assumed.pop(pod.uid, None)
         return True
 
     def add_pod(self, pod: Pod) -> None:
@@ -191,6 +196,7 @@ class Cache:
             else:
                 self._replace_on_node(state.pod, pod)
             self._pods[pod.uid] = _PodState(pod)
+            self._assumed.pop(pod.uid, None)
             return
         if state is not None:
             self.update_pod(state.pod, pod)
@@ -219,6 +225,7 @@ class Cache:
         state = self._pods.pop(pod.uid, None)
         if state is None:
             return
+        self._assumed.pop(pod.uid, None)
         self._remove_from_node(state.pod)
 
     def is_assumed(self, pod: Pod) -> bool:
@@ -247,6 +254,7 @@ class Cache:
         for pod in expired:
             self._remove_from_node(pod)
             del self._pods[pod.uid]
+            self._assumed.pop(pod.uid, None)
         return expired
 
     # Introspection ----------------------------------------------------------------------------
@@ -257,8 +265,11 @@ class Cache:
     def pod_count(self) -> int:
         return len(self._pods)
 
+    def assumed_count(self) -> int:
+        return len(self._assumed)
+
     def assumed_pods(self) -> list[Pod]:
-        return [s.pod for s in self._pods.values() if s.assumed]
+        return [self._pods[uid].pod for uid in self._assumed]
 
     def node_infos(self) -> Iterator[NodeInfo]:
         return iter(self._nodes.values())

@@ -41,16 +41,21 @@ class NodeToStatus:
         return iter(self._statuses.items())
 
     def nodes_with_code(self, node_names: Iterable[str], code: Code) -> list[str]:
-        """Nodes (in ``node_names`` order) whose status, explicit or absent, has ``code``."""
+        """Nodes (in ``node_names`` order) whose status, explicit or absent, has ``code``.
+
+        When the unlisted nodes' status has another code, only listed nodes can match: those are
+        found among the statuses first, and ``node_names`` is not walked at all when there are
+        none (a pod too large for every node asks this of thousands of nodes at each attempt).
+        """
         statuses = self._statuses
         absent_matches = self.absent.code == code
+        if not absent_matches:
+            matching = {name for name, status in statuses.items() if status.code == code}
+            return [name for name in node_names if name in matching] if matching else []
         result = []
         for name in node_names:
             status = statuses.get(name)
-            if status is None:
-                if absent_matches:
-                    result.append(name)
-            elif status.code == code:
+            if status is None or status.code == code:
                 result.append(name)
         return result
 

@@ -38,7 +38,7 @@ def start_periodic_tasks(
             metrics.set(m.PENDING_PODS, count, {"queue": queue_name})
         metrics.set(m.CACHE_SIZE, cache.node_count(), {"type": "nodes"})
         metrics.set(m.CACHE_SIZE, cache.pod_count(), {"type": "pods"})
-        metrics.set(m.CACHE_SIZE, len(cache.assumed_pods()), {"type": "assumed_pods"})
+        metrics.set(m.CACHE_SIZE, cache.assumed_count(), {"type": "assumed_pods"})
 
     def cleanup_assumed() -> None:
         for pod in cache.cleanup_expired_assumed_pods():

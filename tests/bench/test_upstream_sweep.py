@@ -1,0 +1,85 @@
+"""The sweep between scheduler_perf runs waits for namespaces as long as they keep emptying."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any, cast
+
+import pytest
+from bench.kube import Client
+from bench.upstream import runner
+
+NAMESPACE = "namespace-1"
+
+
+class EmptyingCluster:
+    """One workload namespace whose pods go ``per_step`` at a time (none once ``stuck_at`` are
+    left); the namespace goes with its last pod."""
+
+    def __init__(self, pods: int, per_step: int, stuck_at: int = 0) -> None:
+        self.pods = pods
+        self.per_step = per_step
+        self.stuck_at = stuck_at
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        params: Mapping[str, str] | None = None,
+        **_: Any,
+    ) -> Any:
+        if method == "GET" and path == "/api/v1/pods":
+            self.pods = max(self.pods - self.per_step, self.stuck_at)
+            return {
+                "items": [{}] if self.pods else [],
+                "metadata": {"remainingItemCount": max(self.pods - 1, 0)},
+            }
+        if method == "GET":
+            return {"items": [], "metadata": {}}
+        return None
+
+    async def list_all(self, path: str, **_: Any) -> tuple[list[dict[str, Any]], str]:
+        if path == "/api/v1/namespaces":
+            names = ["default", *([NAMESPACE] if self.pods else [])]
+            return [{"metadata": {"name": n}} for n in names], "1"
+        return [], "1"
+
+
+@pytest.fixture
+def fake_time(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Each one-second wait of the sweep takes a minute of the runner's clock."""
+    now = [0.0]
+    real_sleep = asyncio.sleep
+
+    async def sleep(_: float) -> None:
+        now[0] += 60.0
+        await real_sleep(0)
+
+    async def nothing(*_: Any, **__: Any) -> None:
+        return None
+
+    monkeypatch.setattr(runner.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(runner.asyncio, "sleep", sleep)
+    monkeypatch.setattr(runner, "delete_namespace", nothing)
+    monkeypatch.setattr(runner, "delete_volumes", nothing)
+    return now
+
+
+def test_a_namespace_that_keeps_emptying_is_waited_for_however_long_it_takes(
+    fake_time: list[float],
+) -> None:
+    cluster = EmptyingCluster(pods=30_000, per_step=1_000)
+    seconds = asyncio.run(runner.sweep(cast(Client, cluster)))
+    assert cluster.pods == 0
+    assert seconds > 1_500  # far beyond SWEEP_STALL: what counts is that pods kept going
+
+
+def test_a_namespace_that_stops_emptying_fails_the_sweep_with_what_is_left(
+    fake_time: list[float],
+) -> None:
+    cluster = EmptyingCluster(pods=30_000, per_step=1_000, stuck_at=12_000)
+    with pytest.raises(RuntimeError, match=r"12000 pods and events left .* \['namespace-1'\]"):
+        asyncio.run(runner.sweep(cast(Client, cluster)))
+    assert fake_time[0] <= (30_000 - 12_000) / 1_000 * 60 + runner.SWEEP_STALL + 120
