@@ -43,6 +43,12 @@ from bench.upstream.profiling import WindowProfiler
 from bench.upstream.suite import THROUGHPUT_METRIC, Workload
 
 SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
+RUNNER_CONNECTIONS = CREATOR_CONCURRENCY + 16
+"""The runner client's connection pool: the creators' connections, the pod watch's, and room for
+what runs beside them (a churn's creations, paced deletions, metric scrapes). With the pool no
+larger than the creators, a churn request waited for a connection while the creators took each
+one freed: Unschedulable/5kNodes/20kInit/10kPods's churn made 23 pods in 80 s where it makes
+one every 200 ms."""
 SWEEP_STALL = 300.0
 """The sweep gives up once this long has passed with namespaces left and no pod or event gone:
 a namespace of 20,000 pods takes longer than that to empty on two CPUs, but never stands still."""
@@ -217,7 +223,7 @@ async def run_workloads(
     """Every workload with every scheduler in turn; one record per workload."""
     endpoint = Endpoint(cluster.server, cluster.admin_token, str(cluster.ca_file))
     records = []
-    async with Client(endpoint, "bench-upstream-runner", connections=CREATOR_CONCURRENCY) as client:
+    async with Client(endpoint, "bench-upstream-runner", connections=RUNNER_CONNECTIONS) as client:
         await sweep(client)
         for workload in workloads:
             say(f"upstream {workload.id}")

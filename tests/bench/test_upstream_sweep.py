@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 from typing import Any, cast
 
 import pytest
@@ -22,14 +21,7 @@ class EmptyingCluster:
         self.per_step = per_step
         self.stuck_at = stuck_at
 
-    async def request(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        params: Mapping[str, str] | None = None,
-        **_: Any,
-    ) -> Any:
+    async def request(self, method: str, path: str, *_: Any, **__: Any) -> Any:
         if method == "GET" and path == "/api/v1/pods":
             self.pods = max(self.pods - self.per_step, self.stuck_at)
             return {
