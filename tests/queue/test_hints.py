@@ -23,7 +23,12 @@ from kopf_scheduler.framework.events import (
 )
 from kopf_scheduler.framework.types import QueuedPodInfo
 from kopf_scheduler.model.pod import Pod
-from kopf_scheduler.queue.hints import NODE_TAINT_UPDATE, HintRegistry, QueueingStrategy
+from kopf_scheduler.queue.hints import (
+    NODE_TAINT_UPDATE,
+    HintRegistry,
+    QueueingStrategy,
+    rejector_group,
+)
 from kopf_scheduler.queue.pod_events import ASSIGNED_POD_UPDATE, pod_update_events
 from tests.builders import PodBuilder, make_node, make_pod
 from tests.queue.fakes import (
@@ -157,104 +162,118 @@ STANDARD = _registry(
 )
 
 
-@pytest.mark.parametrize(
-    ("info", "event", "new", "expected"),
-    [
-        pytest.param(_info(), NODE_ADD, None, QueueingStrategy.AFTER_BACKOFF, id="no-rejectors"),
-        pytest.param(
-            _info({"fooPlugin1"}),
-            UNSCHEDULABLE_TIMEOUT,
-            None,
-            QueueingStrategy.AFTER_BACKOFF,
-            id="wildcard-event",
-        ),
-        pytest.param(
-            _info({"fooPlugin1"}),
-            FORCE_ACTIVATE,
-            POD,
-            QueueingStrategy.AFTER_BACKOFF,
-            id="force-activate-for-this-pod",
-        ),
-        pytest.param(
-            _info({"fooPlugin1"}),
-            FORCE_ACTIVATE,
-            OTHER,
-            QueueingStrategy.SKIP,
-            id="force-activate-for-another-pod",
-        ),
-        pytest.param(
-            _info({"fooPlugin1"}),
-            UNSCHEDULABLE_TIMEOUT,
-            NODE,
-            QueueingStrategy.SKIP,
-            id="wildcard-carrying-a-non-pod",
-        ),
-        pytest.param(
-            _info({"fooPlugin1"}), NODE_ADD, NODE, QueueingStrategy.AFTER_BACKOFF, id="queue"
-        ),
-        pytest.param(_info({"fooPlugin2"}), NODE_ADD, NODE, QueueingStrategy.SKIP, id="skip"),
-        pytest.param(
-            _info({"fooPlugin2", "fooPlugin3"}),
-            NODE_ADD,
-            NODE,
-            QueueingStrategy.AFTER_BACKOFF,
-            id="one-queue-among-skips",
-        ),
-        pytest.param(
-            _info({"unrelated"}),
-            NODE_ADD,
-            NODE,
-            QueueingStrategy.SKIP,
-            id="rejector-not-registered",
-        ),
-        pytest.param(
-            _info({"fooPlugin2"}, {"fooPlugin1"}),
-            ASSIGNED_POD_ADD,
-            POD,
-            QueueingStrategy.IMMEDIATELY,
-            id="pending-plugin-queue-is-immediate",
-        ),
-        pytest.param(
-            _info({"fooPlugin2"}, {"fooPlugin3"}),
-            ASSIGNED_POD_ADD,
-            POD,
-            QueueingStrategy.AFTER_BACKOFF,
-            id="pending-skips-unschedulable-queues",
-        ),
-        pytest.param(
-            _info({"fooPlugin1"}),
-            NODE_LABEL_UPDATE,
-            NODE,
-            QueueingStrategy.SKIP,
-            id="event-nobody-registered",
-        ),
-        pytest.param(
-            _info({"broken"}),
-            NODE_ADD,
-            NODE,
-            QueueingStrategy.AFTER_BACKOFF,
-            id="raising-hint-counts-as-queue",
-        ),
-        pytest.param(
-            _info({"defaultHint"}),
-            PDB_ADD,
-            None,
-            QueueingStrategy.AFTER_BACKOFF,
-            id="no-hint-function-means-queue",
-        ),
-        pytest.param(
-            _info({"fooPlugin1"}),
-            NODE_TAINT_UPDATE,
-            NODE,
-            QueueingStrategy.AFTER_BACKOFF,
-            id="node-add-registration-implies-taint-update",
-        ),
-    ],
-)
+WORTH_REQUEUING_CASES = [
+    pytest.param(_info(), NODE_ADD, None, QueueingStrategy.AFTER_BACKOFF, id="no-rejectors"),
+    pytest.param(
+        _info({"fooPlugin1"}),
+        UNSCHEDULABLE_TIMEOUT,
+        None,
+        QueueingStrategy.AFTER_BACKOFF,
+        id="wildcard-event",
+    ),
+    pytest.param(
+        _info({"fooPlugin1"}),
+        FORCE_ACTIVATE,
+        POD,
+        QueueingStrategy.AFTER_BACKOFF,
+        id="force-activate-for-this-pod",
+    ),
+    pytest.param(
+        _info({"fooPlugin1"}),
+        FORCE_ACTIVATE,
+        OTHER,
+        QueueingStrategy.SKIP,
+        id="force-activate-for-another-pod",
+    ),
+    pytest.param(
+        _info({"fooPlugin1"}),
+        UNSCHEDULABLE_TIMEOUT,
+        NODE,
+        QueueingStrategy.SKIP,
+        id="wildcard-carrying-a-non-pod",
+    ),
+    pytest.param(_info({"fooPlugin1"}), NODE_ADD, NODE, QueueingStrategy.AFTER_BACKOFF, id="queue"),
+    pytest.param(_info({"fooPlugin2"}), NODE_ADD, NODE, QueueingStrategy.SKIP, id="skip"),
+    pytest.param(
+        _info({"fooPlugin2", "fooPlugin3"}),
+        NODE_ADD,
+        NODE,
+        QueueingStrategy.AFTER_BACKOFF,
+        id="one-queue-among-skips",
+    ),
+    pytest.param(
+        _info({"unrelated"}),
+        NODE_ADD,
+        NODE,
+        QueueingStrategy.SKIP,
+        id="rejector-not-registered",
+    ),
+    pytest.param(
+        _info({"fooPlugin2"}, {"fooPlugin1"}),
+        ASSIGNED_POD_ADD,
+        POD,
+        QueueingStrategy.IMMEDIATELY,
+        id="pending-plugin-queue-is-immediate",
+    ),
+    pytest.param(
+        _info({"fooPlugin2"}, {"fooPlugin3"}),
+        ASSIGNED_POD_ADD,
+        POD,
+        QueueingStrategy.AFTER_BACKOFF,
+        id="pending-skips-unschedulable-queues",
+    ),
+    pytest.param(
+        _info({"fooPlugin1"}),
+        NODE_LABEL_UPDATE,
+        NODE,
+        QueueingStrategy.SKIP,
+        id="event-nobody-registered",
+    ),
+    pytest.param(
+        _info({"broken"}),
+        NODE_ADD,
+        NODE,
+        QueueingStrategy.AFTER_BACKOFF,
+        id="raising-hint-counts-as-queue",
+    ),
+    pytest.param(
+        _info({"defaultHint"}),
+        PDB_ADD,
+        None,
+        QueueingStrategy.AFTER_BACKOFF,
+        id="no-hint-function-means-queue",
+    ),
+    pytest.param(
+        _info({"fooPlugin1"}),
+        NODE_TAINT_UPDATE,
+        NODE,
+        QueueingStrategy.AFTER_BACKOFF,
+        id="node-add-registration-implies-taint-update",
+    ),
+]
+
+
+@pytest.mark.parametrize(("info", "event", "new", "expected"), WORTH_REQUEUING_CASES)
 def test_worth_requeuing(
     info: QueuedPodInfo, event: ClusterEvent, new: Any, expected: QueueingStrategy
 ) -> None:
     assert STANDARD.worth_requeuing(info, event, None, new) is expected
+
+
+@pytest.mark.parametrize(("info", "event", "new", "expected"), WORTH_REQUEUING_CASES)
+def test_a_group_is_passed_over_only_where_each_of_its_pods_would_be_skipped(
+    info: QueuedPodInfo,
+    event: ClusterEvent,
+    new: Any,
+    expected: QueueingStrategy,
+    request: pytest.FixtureRequest,
+) -> None:
+    """Passed over: none of the group's rejectors registered the event, so no hint is asked."""
+    case = request.node.callspec.id
+    may = STANDARD.may_requeue(rejector_group(info), event)
+    assert may is (case not in ("rejector-not-registered", "event-nobody-registered"))
+    if not may:
+        assert expected is QueueingStrategy.SKIP
 
 
 def test_unknown_profile_requeues_after_backoff() -> None:

@@ -359,6 +359,22 @@ def test_verdicts_are_the_full_list_in_order_rejected_first() -> None:
     assert lazy == list(lazy)
 
 
+def test_iterating_verdicts_builds_each_once_without_indexing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Packing a record walks the verdicts in order; the walk does not go through indexing."""
+    lazy = _diagnosed_verdicts(3, 1)
+    first = list(lazy)
+
+    def no_indexing(self: NodeVerdicts, index: object) -> NodeVerdict:
+        raise AssertionError("iterated by index")
+
+    monkeypatch.setattr(NodeVerdicts, "__getitem__", no_indexing)
+    again = list(lazy)
+    assert [v.node for v in again] == ["node-0000", "node-0001", "node-0002", "fit-0000"]
+    assert all(a is b for a, b in zip(first, again, strict=True))
+
+
 def test_encoding_builds_only_the_verdicts_that_fit() -> None:
     lazy = _diagnosed_verdicts(5000, 0)
     record = AttemptRecord("ns/p", "kopf-scheduler", 1, 1, 0.0, "unschedulable", nodes=lambda: lazy)

@@ -35,6 +35,15 @@ from kopf_scheduler.model.pod import Pod
 
 NODE_TAINT_UPDATE = ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_TAINT)
 
+RejectorGroup = tuple[str, frozenset[str]]
+"""A pod's profile and the plugins that turned down its last attempt (unschedulable or pending).
+An event that none of a group's rejectors registered moves none of its pods
+(:meth:`HintRegistry.may_requeue`)."""
+
+
+def rejector_group(info: QueuedPodInfo) -> RejectorGroup:
+    return info.pod.scheduler_name, frozenset(info.unschedulable_plugins | info.pending_plugins)
+
 
 class QueueingStrategy(IntEnum):
     """Where an event sends a waiting pod; a larger value wins when several events are replayed."""
@@ -82,7 +91,14 @@ def build_registrations(
 class HintRegistry:
     """All profiles' registrations, and the requeueing decision made from them."""
 
-    __slots__ = ("_gating_interest", "_interest", "_matching", "_plugin_events", "_profiles")
+    __slots__ = (
+        "_gating_interest",
+        "_interest",
+        "_matching",
+        "_plugin_events",
+        "_profiles",
+        "_rejector_interest",
+    )
 
     def __init__(
         self, profiles: Mapping[str, Mapping[str, Sequence[ClusterEventWithHint]]]
@@ -97,6 +113,7 @@ class HintRegistry:
         self._matching: dict[tuple[str, ClusterEvent], tuple[HintRegistration, ...]] = {}
         self._interest: dict[ClusterEvent, bool] = {}
         self._gating_interest: dict[tuple[str, ClusterEvent], bool] = {}
+        self._rejector_interest: dict[tuple[RejectorGroup, ClusterEvent], bool] = {}
 
     def registrations(self, profile: str) -> list[HintRegistration]:
         return list(self._profiles.get(profile, ()))
@@ -127,6 +144,24 @@ class HintRegistry:
             registered = self._plugin_events.get(plugin, ())
             cached = any(registration.matches(event) for registration in registered)
             self._gating_interest[key] = cached
+        return cached
+
+    def may_requeue(self, group: RejectorGroup, event: ClusterEvent) -> bool:
+        """Whether ``event`` can move a pod of ``group`` at all: ``False`` exactly where
+        :meth:`worth_requeuing` says SKIP without a hint to ask, because none of the pod's
+        rejectors registered the event. Decided once per group and event."""
+        key = (group, event)
+        cached = self._rejector_interest.get(key)
+        if cached is None:
+            profile, rejectors = group
+            matching = self._matching_registrations(profile, event)
+            cached = (
+                not rejectors
+                or event.is_wildcard()
+                or matching is None
+                or any(registration.plugin in rejectors for registration in matching)
+            )
+            self._rejector_interest[key] = cached
         return cached
 
     def _matching_registrations(

@@ -350,7 +350,8 @@ class SchedulingQueue:
             return
         hints = self._hints
         offered = self._unschedulable.offered(
-            lambda plugin: hints.gating_plugin_interested(plugin, event)
+            lambda plugin: hints.gating_plugin_interested(plugin, event),
+            lambda group: hints.may_requeue(group, event),
         )
         if pre_check is not None:
             offered = [info for info in offered if pre_check(info.pod)]

@@ -9,7 +9,7 @@ these; the operator stores the latest one on the pod (size-bounded).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, overload
 
@@ -189,6 +189,16 @@ class NodeVerdicts(Sequence[NodeVerdict]):
             verdict = self._build(index if index >= 0 else index + len(self._built))
             self._built[index] = verdict
         return verdict
+
+    def __iter__(self) -> Iterator[NodeVerdict]:
+        # Sequence's own iteration calls __getitem__ (and its overload dispatch) per verdict.
+        built = self._built
+        for index, verdict in enumerate(built):
+            if verdict is not None:
+                yield verdict
+            else:
+                built[index] = fresh = self._build(index)
+                yield fresh
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Sequence) and not isinstance(other, str):

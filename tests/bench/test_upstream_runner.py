@@ -1,4 +1,5 @@
-"""The sweep between scheduler_perf runs waits for namespaces as long as they keep emptying."""
+"""The runner between and beside scheduler_perf runs: the sweep waits for namespaces as long as
+they keep emptying, and the client keeps connections for what runs beside the creators."""
 
 from __future__ import annotations
 
@@ -75,3 +76,8 @@ def test_a_namespace_that_stops_emptying_fails_the_sweep_with_what_is_left(
     with pytest.raises(RuntimeError, match=r"12000 pods and events left .* \['namespace-1'\]"):
         asyncio.run(runner.sweep(cast(Client, cluster)))
     assert fake_time[0] <= (30_000 - 12_000) / 1_000 * 60 + runner.SWEEP_STALL + 120
+
+
+def test_the_runner_pool_has_connections_beyond_the_creators_and_the_pod_watch() -> None:
+    """A churn's creation gets a connection while every creator holds one and the watch its own."""
+    assert runner.RUNNER_CONNECTIONS > runner.CREATOR_CONCURRENCY + 1
