@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from bench.e2e import audit_counts, ratios, scheduler_metrics, wait_until_quiet, watch_figures
 from bench.inprocess import run_inprocess
+from bench.queue_moves import offer_events
 from bench.scenarios import Arrivals, Group, Scenario, check
 
 from bench import promtext, report, stats
@@ -359,3 +360,9 @@ def test_a_runs_figures_hold_the_event_loops_lag() -> None:
     lag = scheduler_metrics(LOOP_LAG_METRICS)["event_loop_lag_s"]
     assert lag["count"] == 100
     assert lag["p50"] < 0.001 < lag["p99"] <= 0.1
+
+
+def test_the_queue_moves_benchmark_offers_bound_pods_to_pods_that_none_of_them_moves() -> None:
+    figures = asyncio.run(offer_events(waiting=20, events=10))
+    assert figures["waiting"] == figures["still_waiting"] == 20
+    assert figures["microseconds_per_event"] > 0
