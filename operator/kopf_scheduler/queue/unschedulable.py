@@ -18,9 +18,12 @@ groups it can move, decided once per group instead of once per pod.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 from kopf_scheduler.framework.types import QueuedPodInfo
 from kopf_scheduler.queue.hints import RejectorGroup, rejector_group
+
+_Group = TypeVar("_Group", str, RejectorGroup)
 
 
 class UnschedulablePods:
@@ -114,18 +117,9 @@ class UnschedulablePods:
         plugin = self._gating_plugin_of.pop(key, None)
         if plugin is None:
             del self._rejected[key]
-            group = self._group_of.pop(key)
-            left = self._rejected_per_group[group] - 1
-            if left:
-                self._rejected_per_group[group] = left
-            else:
-                del self._rejected_per_group[group]
+            _count_one_less(self._rejected_per_group, self._group_of.pop(key))
             return
-        remaining = self._gated_per_plugin[plugin] - 1
-        if remaining:
-            self._gated_per_plugin[plugin] = remaining
-        else:
-            del self._gated_per_plugin[plugin]
+        _count_one_less(self._gated_per_plugin, plugin)
 
     @property
     def gated_count(self) -> int:
@@ -134,3 +128,12 @@ class UnschedulablePods:
     @property
     def unschedulable_count(self) -> int:
         return len(self._rejected)
+
+
+def _count_one_less(counts: dict[_Group, int], group: _Group) -> None:
+    """One pod fewer in ``group``; a group left empty is no longer a key."""
+    left = counts[group] - 1
+    if left:
+        counts[group] = left
+    else:
+        del counts[group]
