@@ -83,6 +83,7 @@ class QueueMachine(RuleBasedStateMachine):
         if pod is None or name in self.in_flight:
             return
         del self.pending[name]
+        self.last_backoff.pop(name, None)  # a pod made again under this name starts over
         self.h.queue.delete(pod)
 
     @rule(name=st.sampled_from(NAMES))
