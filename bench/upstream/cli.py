@@ -92,6 +92,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "to DIR and a summary into the results (use apart from runs for the table)",
     )
     parser.add_argument(
+        "--run-limit",
+        type=float,
+        default=suite.PER_TEST_TIMEOUT,
+        metavar="SECONDS",
+        help="fail a scheduler's run of a workload whose ops take longer, keeping what it "
+        f"measured (default {suite.PER_TEST_TIMEOUT:.0f}, upstream's per-test timeout; 0: none)",
+    )
+    parser.add_argument(
         "--report",
         type=Path,
         metavar="RESULTS",
@@ -280,7 +288,15 @@ async def _run(
     say(f"upstream workloads on {cluster.server}, work files in {work}")
     try:
         records = await runner.run_workloads(
-            cluster, runnable, schedulers, args.qps, args.burst, work, checkpoint, args.profile
+            cluster,
+            runnable,
+            schedulers,
+            args.qps,
+            args.burst,
+            work,
+            checkpoint,
+            args.profile,
+            args.run_limit or None,
         )
     finally:
         if not args.keep_cluster:

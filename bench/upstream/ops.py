@@ -207,7 +207,9 @@ class Execution:
         if self.profiler is not None:
             self.profiler.start()
 
-    async def stop_collecting(self) -> None:
+    async def stop_collecting(self, cut_short: bool = False) -> None:
+        """Close the open collection into :attr:`collected`; ``cut_short`` marks a window closed
+        before its pods were all scheduled (the run passed its time limit)."""
         collection = self.collection
         if collection is None:
             raise OpError("no metrics collection is running")
@@ -226,6 +228,8 @@ class Execution:
             "pod_relists": self.pods.lists - collection.pod_lists_before,
             "scheduler_metrics": schedmetrics.window(collection.metrics_before, after),
         }
+        if cut_short:
+            window["cut_short"] = True
         if self.profiler is not None:
             window["profile"] = await asyncio.to_thread(self.profiler.stop)
         self.collected.append(window)

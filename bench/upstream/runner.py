@@ -6,7 +6,10 @@ that would hold a pod are lifted) and deleted, then every node, the PVs made for
 the cluster-wide objects it created go too, so each run (either scheduler, any workload) starts
 from a cluster without nodes or workload namespaces. The scheduler under test starts before the
 first op, as upstream's does, and stops after the last; a watch of all pods, opened before it
-starts, decides when ops complete and feeds the throughput collector.
+starts, decides when ops complete and feeds the throughput collector. A scheduler gets
+upstream's per-test 30 minutes for a workload's ops; past them its run fails and keeps the
+window it was measuring, marked cut short, so that a scheduler which falls behind for good is
+shown with what it did.
 
 Both schedulers get the benchmark's configuration (:mod:`bench.config`): default plugins, the
 same client QPS and burst (upstream's scheduler_perf uses 5000/5000), leader election off.
@@ -22,7 +25,7 @@ import json
 import os
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +40,11 @@ from bench.e2e import (
     start_scheduler,
 )
 from bench.kube import MERGE_PATCH, Client, Endpoint, for_each
+from bench.upstream import table
 from bench.upstream.ops import Execution
 from bench.upstream.podstate import PodState, follow
 from bench.upstream.profiling import WindowProfiler
-from bench.upstream.suite import THROUGHPUT_METRIC, Workload
+from bench.upstream.suite import PER_TEST_TIMEOUT, THROUGHPUT_METRIC, Op, Workload
 
 SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 RUNNER_CONNECTIONS = CREATOR_CONCURRENCY + 16
@@ -53,6 +57,40 @@ SWEEP_STALL = 300.0
 """The sweep gives up once this long has passed with namespaces left and no pod or event gone:
 a namespace of 20,000 pods takes longer than that to empty on two CPUs, but never stands still."""
 LEFT_IN_NAMESPACES = ("/api/v1/pods", "/api/v1/events")
+RUN_LIMIT = PER_TEST_TIMEOUT
+"""How long a workload's ops may take with one scheduler: upstream's per-test timeout. A
+scheduler that cannot finish in that time fails the workload, as it would in upstream's CI, and
+keeps what it measured until then."""
+
+
+class RunLimitError(Exception):
+    """A workload's ops were still running when the run's time limit passed."""
+
+
+async def carry_out(
+    execution: Execution, ops: Iterable[Op], limit: float | None, records: list[dict[str, Any]]
+) -> None:
+    """Each op in turn, its record appended to ``records``. Once ``limit`` seconds have passed,
+    the open collection is closed with what it has measured (marked ``cut_short``) and
+    :class:`RunLimitError` is raised."""
+    deadline = asyncio.timeout(limit)
+    try:
+        async with deadline:
+            for op in ops:
+                op_started = time.monotonic()
+                detail = await execution.run(op)
+                seconds = round(time.monotonic() - op_started, 3)
+                records.append(
+                    {"index": op.index, "opcode": op.opcode, "seconds": seconds, **detail}
+                )
+    except TimeoutError:
+        if not deadline.expired():
+            raise
+        if execution.collection is not None:
+            await execution.stop_collecting(cut_short=True)
+        raise RunLimitError(
+            f"ops still running after {limit:.0f} s (upstream's per-test timeout)"
+        ) from None
 
 
 def scheduler_name(which: str) -> str:
@@ -149,9 +187,11 @@ async def run_one(
     burst: int,
     work: Path,
     profile_dir: Path | None = None,
+    run_limit: float | None = RUN_LIMIT,
 ) -> dict[str, Any]:
     """``workload`` with scheduler ``which`` on a swept cluster; swept again afterwards. With
-    ``profile_dir``, kopf-scheduler is sampled over each collection window."""
+    ``profile_dir``, kopf-scheduler is sampled over each collection window; past ``run_limit``
+    seconds from the scheduler's readiness the run fails (see :func:`carry_out`)."""
     run_dir = work / f"{workload.id.replace('/', '_')}-{which}"
     run_dir.mkdir(parents=True, exist_ok=True)
     pods = PodState()
@@ -176,14 +216,10 @@ async def run_one(
     try:
         result["ready_seconds"] = round(await asyncio.to_thread(process.wait_ready), 2)
         started = time.monotonic()
-        for op in workload.ops():
-            op_started = time.monotonic()
-            detail = await execution.run(op)
-            seconds = round(time.monotonic() - op_started, 3)
-            result["ops"].append(
-                {"index": op.index, "opcode": op.opcode, "seconds": seconds, **detail}
-            )
+        await carry_out(execution, workload.ops(), run_limit, result["ops"])
         result["ok"] = True
+    except RunLimitError as error:
+        result["error"] = f"{type(error).__name__}: {error}"
     except Exception as error:
         traceback.print_exc()
         result["error"] = f"{type(error).__name__}: {error}"[:800]
@@ -204,7 +240,10 @@ async def run_one(
     return result
 
 
-def _average(run: dict[str, Any]) -> float | None:
+def collected_average(run: dict[str, Any]) -> float | None:
+    """The last window's average throughput, for a run that finished its workload."""
+    if not run.get("ok"):
+        return None
     collected = run.get("collected") or [{}]
     value = (collected[-1].get("SchedulingThroughput") or {}).get("Average")
     return float(value) if isinstance(value, int | float) else None
@@ -219,6 +258,7 @@ async def run_workloads(
     work: Path,
     checkpoint: Callable[[list[dict[str, Any]]], None] | None = None,
     profile_dir: Path | None = None,
+    run_limit: float | None = RUN_LIMIT,
 ) -> list[dict[str, Any]]:
     """Every workload with every scheduler in turn; one record per workload."""
     endpoint = Endpoint(cluster.server, cluster.admin_token, str(cluster.ca_file))
@@ -237,13 +277,16 @@ async def run_workloads(
             }
             started = time.monotonic()
             for which in schedulers:
-                run = await run_one(cluster, client, workload, which, qps, burst, work, profile_dir)
+                run = await run_one(
+                    cluster, client, workload, which, qps, burst, work, profile_dir, run_limit
+                )
                 record["runs"][which] = run
                 say(f"  {which}: {_brief(run)}")
             record["seconds"] = round(time.monotonic() - started, 1)
             runs = record["runs"]
             record["throughput_ratio"] = stats.ratio(
-                _average(runs.get("kopf") or {}), _average(runs.get("upstream") or {})
+                collected_average(runs.get("kopf") or {}),
+                collected_average(runs.get("upstream") or {}),
             )
             records.append(record)
             if checkpoint is not None:
@@ -252,15 +295,10 @@ async def run_workloads(
 
 
 def _brief(run: dict[str, Any]) -> str:
+    windows = [table.window_brief(window) for window in run.get("collected") or ()]
     if not run.get("ok"):
-        return f"failed: {run.get('error')}"
-    parts = []
-    for window in run.get("collected") or ():
-        figures = window["SchedulingThroughput"]
-        parts.append(
-            f"{window['scheduled']} pods in {window['seconds']} s, throughput avg "
-            f"{figures.get('Average')} p50 {figures.get('Perc50')} ({figures['samples']} samples)"
-        )
+        return "; ".join([f"failed: {run.get('error')}", *windows])
+    parts = windows
     verdict = run["threshold"]
     if verdict.get("threshold"):
         parts.append(f"threshold {verdict['threshold']} met: {verdict.get('met')}")

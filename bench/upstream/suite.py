@@ -42,6 +42,9 @@ LABEL_INTEGRATION = "integration-test"
 LABEL_PERFORMANCE = "performance"
 THROUGHPUT_METRIC = "SchedulingThroughput"
 DEFAULT_DATA_BUCKET = "Average"
+PER_TEST_TIMEOUT = 1800.0
+"""Seconds upstream gives one workload's test (``scheduler_perf.go``: 30 minutes, set up
+included)."""
 
 TEST_CASE_KEYS = frozenset(
     {

@@ -230,6 +230,32 @@ def _parts(results: Record) -> list[str]:
     return lines
 
 
+def window_brief(window: Record) -> str:
+    """One collection window in a few words; a window cut short says so."""
+    figures = window["SchedulingThroughput"]
+    cut = ", cut short" if window.get("cut_short") else ""
+    return (
+        f"{window['scheduled']} pods in {window['seconds']} s{cut}, throughput avg "
+        f"{figures.get('Average')} p50 {figures.get('Perc50')} ({figures['samples']} samples)"
+    )
+
+
+def _failure(record: Record) -> str:
+    """Why a workload has no row: each run's error, with the windows it measured (a run cut
+    short by the time limit keeps its window), and what the runs that finished measured."""
+    reasons = []
+    for which, run in (record.get("runs") or {}).items():
+        windows = [window_brief(window) for window in run.get("collected") or ()]
+        said = "; ".join(windows)
+        if run.get("ok"):
+            reasons.append(f"{which} finished: {said or 'no collection'}")
+        else:
+            reasons.append(
+                f"{which}: {'; '.join([run.get('error') or 'did not finish', *windows])}"
+            )
+    return "; ".join(reasons) or "no run"
+
+
 def markdown(results: Record) -> str:
     """The generated part of the section: provenance, counts, the table, what is missing."""
     schedulers = ("kopf", "upstream")
@@ -247,12 +273,7 @@ def markdown(results: Record) -> str:
     )
     lines += ["", *TABLE_HEADER, *(_table_line(r, len(parts)) for r in rows), ""]
     for record in failed:
-        reasons = [
-            f"{which}: {run.get('error') or 'did not finish'}"
-            for which, run in (record.get("runs") or {}).items()
-            if not run.get("ok")
-        ]
-        lines.append(f"- Failed: {record['workload']} ({'; '.join(reasons) or 'no run'})")
+        lines.append(f"- Failed: {record['workload']} ({_failure(record)})")
     not_run: dict[str, list[str]] = {}
     for entry in skipped:
         not_run.setdefault("; ".join(entry["reasons"]), []).append(entry["workload"])

@@ -99,11 +99,30 @@ def test_each_row_says_which_bars_kopf_scheduler_clears() -> None:
     assert "Broken/500Nodes" not in lines
     assert "5 workloads run by both schedulers" in text
     assert "in 1 of them." in text
-    assert "- Failed: Broken/500Nodes (kopf: OpError: pods scheduled in ns: 10 of 20)" in text
+    assert (
+        "- Failed: Broken/500Nodes (kopf: OpError: pods scheduled in ns: 10 of 20; upstream "
+        "finished: 1000 pods in 5.0 s, throughput avg 250.0 p50 251.0 (9 samples))" in text
+    )
     assert "- Not run (2): Claims/500nodes, Claims/full. Why: op 5 allocResourceClaims" in text
     assert (
         "- Part 1, 2026-11-30T05:28:00Z: `python -m bench upstream --resume` at "
         "kopf-scheduler `abc123`, Kubernetes 1.34.10, on 2 CPUs (AMD EPYC), 23.5 GiB" in text
+    )
+
+
+def test_a_run_cut_short_by_the_time_limit_is_listed_with_what_it_measured() -> None:
+    cut = _run(4.2, seconds=1800.0, samples=1700)
+    cut["ok"] = False
+    cut["error"] = "RunLimitError: ops still running after 1800 s (upstream's per-test timeout)"
+    cut["collected"][0].update(scheduled=7448, cut_short=True)
+    results = {"workloads": [_record("Crawl/5kNodes", _run(18.6, seconds=543.5), cut, None)]}
+    text = table.markdown(results)
+    assert "0 workloads run by both schedulers" in text
+    assert (
+        "- Failed: Crawl/5kNodes (kopf finished: 1000 pods in 543.5 s, throughput avg 18.6 "
+        "p50 19.6 (9 samples); upstream: RunLimitError: ops still running after 1800 s "
+        "(upstream's per-test timeout); 7448 pods in 1800.0 s, cut short, throughput avg 4.2 "
+        "p50 5.2 (1700 samples))" in text
     )
 
 

@@ -1,16 +1,26 @@
 """The runner between and beside scheduler_perf runs: the sweep waits for namespaces as long as
-they keep emptying, and the client keeps connections for what runs beside the creators."""
+they keep emptying, the client keeps connections for what runs beside the creators, and a run
+past its time limit fails with what it measured."""
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
 from bench.kube import Client
 from bench.upstream import runner
+from bench.upstream.ops import Execution
+from bench.upstream.podstate import PodState
+from bench.upstream.suite import Op, TestCase
+
+from tests.bench.recording import RecordingClient
 
 NAMESPACE = "namespace-1"
+TEST_CASE = TestCase(
+    "Case", Path("performance-config.yaml"), labels=(), feature_gates={}, ops=(), raw_workloads=()
+)
 
 
 class EmptyingCluster:
@@ -81,3 +91,43 @@ def test_a_namespace_that_stops_emptying_fails_the_sweep_with_what_is_left(
 def test_the_runner_pool_has_connections_beyond_the_creators_and_the_pod_watch() -> None:
     """A churn's creation gets a connection while every creator holds one and the watch its own."""
     assert runner.RUNNER_CONNECTIONS > runner.CREATOR_CONCURRENCY + 1
+
+
+async def _metrics() -> str:
+    return ""
+
+
+async def test_a_run_past_its_limit_fails_and_keeps_its_window_marked_cut_short() -> None:
+    execution = Execution(
+        cast(Client, RecordingClient()), PodState(), TEST_CASE, "kopf-scheduler", _metrics
+    )
+    ops = [
+        Op(0, "startCollectingMetrics", {"name": "measured"}),
+        Op(1, "sleep", {"duration": "1h"}),
+        Op(2, "stopCollectingMetrics", {}),
+    ]
+    records: list[dict[str, Any]] = []
+    with pytest.raises(runner.RunLimitError, match="still running after 0 s"):
+        await runner.carry_out(execution, ops, 0.2, records)
+    assert [record["index"] for record in records] == [0]
+    assert execution.collection is None
+    [window] = execution.collected
+    assert window["name"] == "measured"
+    assert window["cut_short"] is True
+
+
+async def test_a_run_within_its_limit_records_every_op_and_no_cut() -> None:
+    execution = Execution(
+        cast(Client, RecordingClient()), PodState(), TEST_CASE, "kopf-scheduler", _metrics
+    )
+    ops = [Op(0, "startCollectingMetrics", {}), Op(1, "stopCollectingMetrics", {})]
+    records: list[dict[str, Any]] = []
+    await runner.carry_out(execution, ops, 60.0, records)
+    assert [record["opcode"] for record in records] == [op.opcode for op in ops]
+    assert "cut_short" not in execution.collected[0]
+
+
+def test_a_failed_run_has_no_average_to_compare() -> None:
+    window = {"SchedulingThroughput": {"samples": 9, "Average": 4.2}}
+    assert runner.collected_average({"ok": True, "collected": [window]}) == 4.2
+    assert runner.collected_average({"ok": False, "collected": [window]}) is None
