@@ -7,9 +7,9 @@ the cluster-wide objects it created go too, so each run (either scheduler, any w
 from a cluster without nodes or workload namespaces. The scheduler under test starts before the
 first op, as upstream's does, and stops after the last; a watch of all pods, opened before it
 starts, decides when ops complete and feeds the throughput collector. A scheduler gets
-upstream's per-test 30 minutes for a workload's ops; past them its run fails and keeps the
-window it was measuring, marked cut short, so that a scheduler which falls behind for good is
-shown with what it did.
+upstream's per-test 30 minutes for a workload's ops; past them its run fails. A run that fails
+keeps the window it was measuring, marked cut short, so that a scheduler which falls behind for
+good is shown with what it did.
 
 Both schedulers get the benchmark's configuration (:mod:`bench.config`): default plugins, the
 same client QPS and burst (upstream's scheduler_perf uses 5000/5000), leader election off.
@@ -20,6 +20,7 @@ v1.34.10's defaults, and kopf-scheduler has no such gates.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import os
@@ -70,9 +71,9 @@ class RunLimitError(Exception):
 async def carry_out(
     execution: Execution, ops: Iterable[Op], limit: float | None, records: list[dict[str, Any]]
 ) -> None:
-    """Each op in turn, its record appended to ``records``. Once ``limit`` seconds have passed,
-    the open collection is closed with what it has measured (marked ``cut_short``) and
-    :class:`RunLimitError` is raised."""
+    """Each op in turn, its record appended to ``records``. An op that fails, or ``limit``
+    seconds passing (then :class:`RunLimitError`), ends the run; the open collection is closed
+    first with what it has measured, marked ``cut_short``."""
     deadline = asyncio.timeout(limit)
     try:
         async with deadline:
@@ -83,14 +84,16 @@ async def carry_out(
                 records.append(
                     {"index": op.index, "opcode": op.opcode, "seconds": seconds, **detail}
                 )
-    except TimeoutError:
-        if not deadline.expired():
-            raise
+    except Exception as error:
         if execution.collection is not None:
-            await execution.stop_collecting(cut_short=True)
-        raise RunLimitError(
-            f"ops still running after {limit:.0f} s (upstream's per-test timeout)"
-        ) from None
+            # A scheduler that is gone cannot be scraped: the window is lost, the error stays.
+            with contextlib.suppress(Exception):
+                await execution.stop_collecting(cut_short=True)
+        if isinstance(error, TimeoutError) and deadline.expired():
+            raise RunLimitError(
+                f"ops still running after {limit:.0f} s (upstream's per-test timeout)"
+            ) from None
+        raise
 
 
 def scheduler_name(which: str) -> str:

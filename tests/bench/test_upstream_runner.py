@@ -11,7 +11,7 @@ from typing import Any, cast
 import pytest
 from bench.kube import Client
 from bench.upstream import runner
-from bench.upstream.ops import Execution
+from bench.upstream.ops import Execution, OpError
 from bench.upstream.podstate import PodState
 from bench.upstream.suite import Op, TestCase
 
@@ -114,6 +114,17 @@ async def test_a_run_past_its_limit_fails_and_keeps_its_window_marked_cut_short(
     [window] = execution.collected
     assert window["name"] == "measured"
     assert window["cut_short"] is True
+
+
+async def test_a_run_whose_op_fails_keeps_its_window_marked_cut_short() -> None:
+    execution = Execution(
+        cast(Client, RecordingClient()), PodState(), TEST_CASE, "kopf-scheduler", _metrics
+    )
+    ops = [Op(0, "startCollectingMetrics", {}), Op(1, "allocResourceClaims", {})]
+    with pytest.raises(OpError, match="op 1 allocResourceClaims"):
+        await runner.carry_out(execution, ops, 60.0, [])
+    assert execution.collection is None
+    assert execution.collected[0]["cut_short"] is True
 
 
 async def test_a_run_within_its_limit_records_every_op_and_no_cut() -> None:
