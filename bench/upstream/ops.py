@@ -649,10 +649,11 @@ class Execution:
         self.cluster_objects.extend(f"{SLICES_PATH}/{s['metadata']['name']}" for s in slices)
         return {"nodes": len(matching), "devices_per_node": devices}
 
-    async def stop_background(self) -> list[str]:
-        """Stop what still runs in the background; the errors it met, if any."""
+    async def stop_background(self, cut_short: bool = False) -> list[str]:
+        """Stop what still runs in the background; the errors it met, if any. A collection
+        still open is closed; ``cut_short`` (the run failed) marks its window so."""
         if self.collection is not None:
-            await self.stop_collecting()
+            await self.stop_collecting(cut_short)
         for task in self.background:
             task.cancel()
         results = await asyncio.gather(*self.background, return_exceptions=True)

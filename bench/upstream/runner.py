@@ -20,7 +20,6 @@ v1.34.10's defaults, and kopf-scheduler has no such gates.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import json
 import os
@@ -71,9 +70,8 @@ class RunLimitError(Exception):
 async def carry_out(
     execution: Execution, ops: Iterable[Op], limit: float | None, records: list[dict[str, Any]]
 ) -> None:
-    """Each op in turn, its record appended to ``records``. An op that fails, or ``limit``
-    seconds passing (then :class:`RunLimitError`), ends the run; the open collection is closed
-    first with what it has measured, marked ``cut_short``."""
+    """Each op in turn, its record appended to ``records``; :class:`RunLimitError` once
+    ``limit`` seconds have passed."""
     deadline = asyncio.timeout(limit)
     try:
         async with deadline:
@@ -84,16 +82,12 @@ async def carry_out(
                 records.append(
                     {"index": op.index, "opcode": op.opcode, "seconds": seconds, **detail}
                 )
-    except Exception as error:
-        if execution.collection is not None:
-            # A scheduler that is gone cannot be scraped: the window is lost, the error stays.
-            with contextlib.suppress(Exception):
-                await execution.stop_collecting(cut_short=True)
-        if isinstance(error, TimeoutError) and deadline.expired():
-            raise RunLimitError(
-                f"ops still running after {limit:.0f} s (upstream's per-test timeout)"
-            ) from None
-        raise
+    except TimeoutError:
+        if not deadline.expired():
+            raise
+        raise RunLimitError(
+            f"ops still running after {limit:.0f} s (upstream's per-test timeout)"
+        ) from None
 
 
 def scheduler_name(which: str) -> str:
@@ -228,7 +222,7 @@ async def run_one(
         result["error"] = f"{type(error).__name__}: {error}"[:800]
     finally:
         result["wall_seconds"] = round(time.monotonic() - started, 2)
-        result["background_errors"] = await execution.stop_background()
+        result["background_errors"] = await execution.stop_background(cut_short=not result["ok"])
         for record in result["ops"]:
             record.update(execution.reported_later.get(record["index"], {}))
         if profiler is not None:

@@ -11,7 +11,7 @@ from typing import Any, cast
 import pytest
 from bench.kube import Client
 from bench.upstream import runner
-from bench.upstream.ops import Execution, OpError
+from bench.upstream.ops import Execution
 from bench.upstream.podstate import PodState
 from bench.upstream.suite import Op, TestCase
 
@@ -97,10 +97,14 @@ async def _metrics() -> str:
     return ""
 
 
-async def test_a_run_past_its_limit_fails_and_keeps_its_window_marked_cut_short() -> None:
-    execution = Execution(
+def _execution() -> Execution:
+    return Execution(
         cast(Client, RecordingClient()), PodState(), TEST_CASE, "kopf-scheduler", _metrics
     )
+
+
+async def test_a_run_past_its_limit_fails_with_the_ops_done_so_far() -> None:
+    execution = _execution()
     ops = [
         Op(0, "startCollectingMetrics", {"name": "measured"}),
         Op(1, "sleep", {"duration": "1h"}),
@@ -110,32 +114,25 @@ async def test_a_run_past_its_limit_fails_and_keeps_its_window_marked_cut_short(
     with pytest.raises(runner.RunLimitError, match="still running after 0 s"):
         await runner.carry_out(execution, ops, 0.2, records)
     assert [record["index"] for record in records] == [0]
-    assert execution.collection is None
-    [window] = execution.collected
-    assert window["name"] == "measured"
-    assert window["cut_short"] is True
 
 
-async def test_a_run_whose_op_fails_keeps_its_window_marked_cut_short() -> None:
-    execution = Execution(
-        cast(Client, RecordingClient()), PodState(), TEST_CASE, "kopf-scheduler", _metrics
-    )
-    ops = [Op(0, "startCollectingMetrics", {}), Op(1, "allocResourceClaims", {})]
-    with pytest.raises(OpError, match="op 1 allocResourceClaims"):
-        await runner.carry_out(execution, ops, 60.0, [])
-    assert execution.collection is None
-    assert execution.collected[0]["cut_short"] is True
-
-
-async def test_a_run_within_its_limit_records_every_op_and_no_cut() -> None:
-    execution = Execution(
-        cast(Client, RecordingClient()), PodState(), TEST_CASE, "kopf-scheduler", _metrics
-    )
+async def test_a_run_within_its_limit_records_every_op() -> None:
+    execution = _execution()
     ops = [Op(0, "startCollectingMetrics", {}), Op(1, "stopCollectingMetrics", {})]
     records: list[dict[str, Any]] = []
     await runner.carry_out(execution, ops, 60.0, records)
     assert [record["opcode"] for record in records] == [op.opcode for op in ops]
     assert "cut_short" not in execution.collected[0]
+
+
+@pytest.mark.parametrize("failed", [True, False])
+async def test_the_window_left_open_by_a_failed_run_is_kept_marked_cut_short(failed: bool) -> None:
+    execution = _execution()
+    await execution.run(Op(0, "startCollectingMetrics", {"name": "measured"}))
+    await execution.stop_background(cut_short=failed)
+    [window] = execution.collected
+    assert window["name"] == "measured"
+    assert window.get("cut_short", False) is failed
 
 
 def test_a_failed_run_has_no_average_to_compare() -> None:
