@@ -215,14 +215,24 @@ PART_KEYS = ("date", "command", "machine", "versions")
 
 def resumed(
     earlier: dict[str, Any], schedulers: list[str]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The parts of an earlier run and its workloads every one of ``schedulers`` ran in full,
-    each marked with its part (a file from before parts were kept is one part)."""
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], set[str]]:
+    """The parts of an earlier run and its workloads, each marked with its part (a file from
+    before parts were kept is one part), and the names of those every one of ``schedulers``
+    ran in full, which a resumed run does not run again."""
     parts = list(earlier.get("parts") or [{key: earlier.get(key) for key in PART_KEYS}])
-    kept = [r for r in earlier["workloads"] if table.complete(r, schedulers)]
+    kept = list(earlier["workloads"])
     for record in kept:
         record.setdefault("part", 0)
-    return parts, kept
+    done = {r["workload"] for r in kept if table.complete(r, schedulers)}
+    return parts, kept, done
+
+
+def merged(kept: list[dict[str, Any]], records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``kept`` with each workload run again replaced in its place by its new record, then the
+    workloads new to the file: a failed workload stays listed until it is run again."""
+    new = {r["workload"]: r for r in records}
+    replaced = [new.pop(r["workload"], r) for r in kept]
+    return [*replaced, *new.values()]
 
 
 async def _run(
@@ -255,11 +265,10 @@ async def _run(
     kept: list[dict[str, Any]] = []
     if args.resume and args.out.exists():
         try:
-            earlier_parts, kept = resumed(_load(args.out), schedulers)
+            earlier_parts, kept, done = resumed(_load(args.out), schedulers)
         except table.ReportError as error:
             print(f"error: --resume: {error}", file=sys.stderr)
             return 2
-        done = {r["workload"] for r in kept}
         for name in sorted(done):
             say(f"kept from {args.out}: {name}")
         runnable = [w for w in runnable if w.id not in done]
@@ -279,7 +288,7 @@ async def _run(
     def checkpoint(records: list[dict[str, Any]]) -> None:
         for record in records:
             record.setdefault("part", part_index)
-        results["workloads"] = [*kept, *records]
+        results["workloads"] = merged(kept, records)
         if args.out is not None:
             runner.write(args.out, results)
 

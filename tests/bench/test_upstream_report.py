@@ -191,20 +191,31 @@ def test_the_repository_document_has_the_section() -> None:
     assert document.count(table.BEGIN_MARKER) == document.count(table.END_MARKER) == 1
 
 
-def test_a_resumed_run_keeps_the_complete_workloads_and_its_parts() -> None:
+def test_a_resumed_run_keeps_every_workload_and_skips_the_complete_ones() -> None:
     earlier = _results()
-    parts, kept = cli.resumed(earlier, ["kopf", "upstream"])
+    parts, kept, done = cli.resumed(earlier, ["kopf", "upstream"])
     assert parts == earlier["parts"]
-    assert [r["workload"] for r in kept] == [
+    assert [r["workload"] for r in kept] == [r["workload"] for r in earlier["workloads"]]
+    assert {r["part"] for r in kept} == {0}
+    assert done == {
         "Fast/500Nodes",
         "Slow/500Nodes",
         "Level/500Nodes",
         "Tiny/5Nodes",
         "Instant/1Node",
-    ]
-    assert {r["part"] for r in kept} == {0}
-    only_upstream = cli.resumed(_results(), ["upstream"])[1]
-    assert "Broken/500Nodes" in [r["workload"] for r in only_upstream]
+    }
+    assert "Broken/500Nodes" in cli.resumed(_results(), ["upstream"])[2]
+
+
+def test_a_failed_workload_stays_in_the_file_until_it_is_run_again() -> None:
+    _, kept, _ = cli.resumed(_results(), ["kopf", "upstream"])
+    other = _record("Other/5Nodes", _run(10.0), _run(10.0), 1.0)
+    names = [r["workload"] for r in cli.merged(kept, [other])]
+    assert names == [r["workload"] for r in kept] + ["Other/5Nodes"]
+    again = _record("Broken/500Nodes", _run(260.0), _run(250.0), 1.04)
+    after = cli.merged(kept, [again])
+    assert [r["workload"] for r in after] == [r["workload"] for r in kept]
+    assert after[-1] is again
 
 
 def test_a_file_from_before_parts_is_its_own_first_part() -> None:
@@ -215,7 +226,7 @@ def test_a_file_from_before_parts_is_its_own_first_part() -> None:
         "versions": {},
         "workloads": [],
     }
-    parts, kept = cli.resumed(earlier, ["kopf"])
+    parts, kept, _ = cli.resumed(earlier, ["kopf"])
     assert parts == [
         {"date": "2026-11-20T00:00:00Z", "command": "c", "machine": {}, "versions": {}}
     ]
