@@ -209,7 +209,7 @@ class Execution:
 
     async def stop_collecting(self, cut_short: bool = False) -> None:
         """Close the open collection into :attr:`collected`; ``cut_short`` marks a window closed
-        before its pods were all scheduled (the run passed its time limit)."""
+        before its pods were all scheduled (the run failed or passed its time limit)."""
         collection = self.collection
         if collection is None:
             raise OpError("no metrics collection is running")
