@@ -44,7 +44,8 @@ THROUGHPUT_METRIC = "SchedulingThroughput"
 DEFAULT_DATA_BUCKET = "Average"
 PER_TEST_TIMEOUT = 1800.0
 """Seconds upstream gives one workload's test (``scheduler_perf.go``: 30 minutes, set up
-included)."""
+included); the runner gives each scheduler's run of a workload as long for its ops, and a
+scheduler that cannot finish in that time fails the workload, as it would in upstream's CI."""
 
 TEST_CASE_KEYS = frozenset(
     {

@@ -246,9 +246,8 @@ def _failure(record: Record) -> str:
     reasons = []
     for which, run in (record.get("runs") or {}).items():
         windows = [window_brief(window) for window in run.get("collected") or ()]
-        said = "; ".join(windows)
         if run.get("ok"):
-            reasons.append(f"{which} finished: {said or 'no collection'}")
+            reasons.append(f"{which} finished: {'; '.join(windows) or 'no collection'}")
         else:
             reasons.append(
                 f"{which}: {'; '.join([run.get('error') or 'did not finish', *windows])}"
