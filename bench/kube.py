@@ -22,6 +22,8 @@ MERGE_PATCH = "application/merge-patch+json"
 VOLUMES_PATH = "/api/v1/persistentvolumes"
 CSI_NODES_PATH = "/apis/storage.k8s.io/v1/csinodes"
 RETRY_STATUSES = {429, 500, 502, 503, 504}
+GONE = 410
+"""The status of a watch whose resourceVersion the server no longer has."""
 
 
 class ApiError(RuntimeError):
@@ -148,11 +150,45 @@ class Client:
                 on_open()
             buffer = b""
             async for chunk in response.content.iter_any():
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
+                *lines, buffer = (buffer + chunk).split(b"\n")
+                for line in lines:
                     if line.strip():
                         yield json.loads(line)
+
+
+async def list_then_watch(
+    client: Client,
+    path: str,
+    on_list: Callable[[list[dict[str, Any]]], None],
+    on_event: Callable[[str, dict[str, Any]], None],
+    on_open: Callable[[], None] | None = None,
+) -> None:
+    """Keep up with the objects under ``path`` until cancelled, as an informer does.
+
+    ``on_list`` gets every object of a list: once at the start, and again only when the server
+    answers that the version to resume from is gone (410). A watch the server simply ends (its
+    timeout, or a watcher it judged slow) is resumed from the last resourceVersion seen,
+    bookmarks included, so the objects are not listed and counted again for it.
+    """
+    items, resource_version = await client.list_all(path)
+    on_list(items)
+    while True:
+        try:
+            async for event in client.watch(path, resource_version, on_open=on_open):
+                kind = event.get("type", "")
+                obj = event.get("object") or {}
+                if kind == "ERROR":
+                    raise ApiError(int(obj.get("code") or GONE), str(obj.get("message")))
+                resource_version = str(
+                    (obj.get("metadata") or {}).get("resourceVersion") or resource_version
+                )
+                if kind != "BOOKMARK":
+                    on_event(kind, obj)
+        except ApiError as error:
+            if error.status != GONE:
+                raise
+            items, resource_version = await client.list_all(path)
+            on_list(items)
 
 
 async def for_each(

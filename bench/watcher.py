@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.kube import ApiError, Client, Endpoint
+from bench.kube import Client, Endpoint, list_then_watch
 from bench.shapes import KIND_LABEL, ROLE_LABEL, ROLE_MEASURED
 
 
@@ -84,39 +84,28 @@ class PodLog:
 
 
 async def follow(client: Client, namespace: str, log: PodLog) -> None:
-    path = f"/api/v1/namespaces/{namespace}/pods"
-    items, resource_version = await client.list_all(path)
-    now = time.time()
-    for raw in items:
-        log.observe("ADDED", raw, now)
+    lists = 0
+
+    def listed(items: list[dict[str, Any]]) -> None:
+        nonlocal lists
+        lists += 1
+        log.relists = lists - 1
+        now = time.time()
+        for raw in items:
+            log.observe("ADDED" if lists == 1 else "MODIFIED", raw, now)
+
+    def observed(kind: str, raw: dict[str, Any]) -> None:
+        log.events += 1
+        log.observe(kind, raw, time.time())
 
     def opened() -> None:
         if log.ready_at is None:
             log.ready_at = time.time()
             print("READY", flush=True)
 
-    while True:
-        try:
-            async for event in client.watch(path, resource_version, on_open=opened):
-                kind = event.get("type", "")
-                obj = event.get("object") or {}
-                if kind == "ERROR":
-                    raise ApiError(int(obj.get("code") or 410), str(obj.get("message")))
-                resource_version = (obj.get("metadata") or {}).get(
-                    "resourceVersion", resource_version
-                )
-                if kind == "BOOKMARK":
-                    continue
-                log.events += 1
-                log.observe(kind, obj, time.time())
-        except ApiError as error:
-            if error.status != 410:
-                raise
-            log.relists += 1
-            items, resource_version = await client.list_all(path)
-            now = time.time()
-            for raw in items:
-                log.observe("MODIFIED", raw, now)
+    await list_then_watch(
+        client, f"/api/v1/namespaces/{namespace}/pods", listed, observed, on_open=opened
+    )
 
 
 async def main_async(args: argparse.Namespace) -> int:

@@ -5,7 +5,8 @@ a pod is *scheduled* once ``spec.nodeName`` is set and *attempted* once it carri
 ``PodScheduled`` condition. :class:`PodState` keeps that
 much of every pod (namespace, labels, node, condition) and answers the same
 questions over namespaces and label selectors; :func:`follow` keeps it current from a list and
-a watch of ``/api/v1/pods``, listing again when the watch expires.
+a watch of ``/api/v1/pods``, resuming each watch the server ends and listing again only when
+its resourceVersion has expired.
 
 Only the runner's creator client reads the pods, so neither scheduler pays for the watch.
 """
@@ -17,10 +18,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bench.kube import ApiError, Client
+from bench.kube import Client, list_then_watch
 
 PODS_PATH = "/api/v1/pods"
-EXPIRED = 410
 
 
 @dataclass
@@ -48,7 +48,7 @@ class PodState:
     def __init__(self) -> None:
         self.pods: dict[tuple[str, str], PodRecord] = {}
         self.lists = 0
-        """How many times the pods were listed: once, and again whenever the watch ended."""
+        """How many times the pods were listed: once, then only when the watched version expired."""
         self._on_scheduled: list[Callable[[PodRecord], None]] = []
 
     def observe(self, event_type: str, raw: Mapping[str, Any]) -> None:
@@ -98,23 +98,14 @@ class PodState:
 
 async def follow(client: Client, state: PodState, ready: asyncio.Event) -> None:
     """Keep ``state`` current until cancelled; ``ready`` is set once the first list is in."""
-    while True:
-        items, resource_version = await client.list_all(PODS_PATH)
+
+    def listed(items: list[dict[str, Any]]) -> None:
         state.lists += 1
         for raw in items:
             state.observe("MODIFIED", raw)
-        listed = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in items}
-        for key in [key for key in state.pods if key not in listed]:
+        present = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in items}
+        for key in [key for key in state.pods if key not in present]:
             state.observe("DELETED", {"metadata": {"namespace": key[0], "name": key[1]}})
         ready.set()
-        try:
-            async for event in client.watch(PODS_PATH, resource_version):
-                kind = event.get("type", "")
-                obj = event.get("object") or {}
-                if kind == "ERROR":
-                    raise ApiError(int(obj.get("code") or EXPIRED), str(obj.get("message")))
-                if kind != "BOOKMARK":
-                    state.observe(kind, obj)
-        except ApiError as error:
-            if error.status != EXPIRED:
-                raise
+
+    await list_then_watch(client, PODS_PATH, listed, state.observe)
