@@ -13,6 +13,9 @@ once with ``helm install`` and once with ``kubectl apply -k`` of an overlay:
   through the Lease ``kopf-scheduler`` (each replica's ``/readyz`` says which);
 * a pod that opts in (on the real node, so that it runs there too) is bound, with a
   ``Scheduled`` event from kopf-scheduler;
+* meanwhile the API server dispatched the replicas' requests through the deployment's
+  FlowSchemas (kube-scheduler's priority levels), none through the bootstrap
+  ``service-accounts`` one (its ``apiserver_flowcontrol_dispatched_requests_total``);
 * the leader's pod is deleted in the middle of a burst of opted-in pods: the other replica
   takes the Lease, and the pod watch shows every pod of the burst bound exactly once, none
   lost.
@@ -243,6 +246,36 @@ def check_opted_in_pod(kube: Kubectl, method: str) -> None:
         lambda: scheduled_by_us(kube, name), timeout=30, what=f"the Scheduled event of {name}"
     )
     assert NODE_NAME in str(event.get("note")), event
+
+
+DISPATCHED = re.compile(
+    r"^apiserver_flowcontrol_dispatched_requests_total\{(?P<labels>[^}]*)\} (?P<value>\S+)$",
+    re.MULTILINE,
+)
+FLOW_SCHEMA_LABEL = re.compile(r'flow_schema="([^"]*)"')
+BOOTSTRAP_SERVICE_ACCOUNTS = "service-accounts"
+"""The bootstrap FlowSchema (workload-low) of ServiceAccounts outside kube-system."""
+
+
+def dispatched_by_flow_schema(kube: Kubectl) -> dict[str, float]:
+    """The API server's dispatched requests so far, per FlowSchema (all priority levels)."""
+    counts: dict[str, float] = {}
+    for match in DISPATCHED.finditer(kube.run("get", "--raw", "/metrics").stdout):
+        schema = FLOW_SCHEMA_LABEL.search(match["labels"])
+        if schema is not None:
+            counts[schema[1]] = counts.get(schema[1], 0.0) + float(match["value"])
+    return counts
+
+
+def check_api_priority(kube: Kubectl, before: dict[str, float]) -> None:
+    """Since ``before`` the replicas' requests went through the deployment's FlowSchemas (the
+    leader's binding and its Lease's, the replicas' Lease reads), and none through
+    ``service-accounts``, which takes a ServiceAccount outside kube-system without them."""
+    after = dispatched_by_flow_schema(kube)
+    grown = {schema: after.get(schema, 0.0) - before.get(schema, 0.0) for schema in after}
+    assert grown.get("kopf-scheduler", 0.0) > 0, grown
+    assert grown.get("kopf-scheduler-leader-election", 0.0) > 0, grown
+    assert grown.get(BOOTSTRAP_SERVICE_ACCOUNTS, 0.0) == 0, grown
 
 
 def check_handover(kube: Kubectl, method: str, leader: str, pods: dict[str, Any]) -> float:
@@ -512,7 +545,9 @@ def test_replicas_run_lead_bind_and_hand_over(
     try:
         deployed = deploy(kube, repo_root, image, tmp_path)
         leader = check_replicas(kube, image, deployed.pods)
+        dispatched = dispatched_by_flow_schema(kube)
         check_opted_in_pod(kube, method)
+        check_api_priority(kube, dispatched)
         if method == "chart":
             check_helm_test(kube, repo_root)
             check_bad_upgrade_refused(kube, repo_root, image, tmp_path)

@@ -119,7 +119,7 @@ def test_every_object_is_labelled_and_in_the_release_namespace(case: Case) -> No
         assert labels["app.kubernetes.io/instance"] == case.release, (kind, name)
         assert labels["app.kubernetes.io/managed-by"] == "Helm", (kind, name)
         assert labels["app.kubernetes.io/version"] == chart_metadata()["appVersion"]
-        if kind in ("ClusterRole", "ClusterRoleBinding"):
+        if kind in ("ClusterRole", "ClusterRoleBinding", "FlowSchema"):
             assert "namespace" not in obj["metadata"]
         elif not (kind == "ConfigMap" and name.endswith("-dashboard")):
             assert obj["metadata"]["namespace"] == case.namespace, (kind, name)
@@ -398,6 +398,7 @@ def test_opt_in_objects_are_absent_by_default() -> None:
         "Service",
         "PodDisruptionBudget",
         "ResourceQuota",  # admits system-cluster-critical outside kube-system
+        "FlowSchema",  # kube-scheduler's API priority levels for the ServiceAccount
         "Pod",  # the helm test hook
         "Job",  # the configuration check hook
     }
@@ -468,6 +469,11 @@ def test_dashboard_config_map_carries_the_chart_dashboard_untouched() -> None:
             id="duration-without-unit",
         ),
         pytest.param(
+            {"scheduler": {"apiPriority": {"priorityLevel": ""}}},
+            "at '/scheduler/apiPriority/priorityLevel'",
+            id="empty-priority-level",
+        ),
+        pytest.param(
             {"gangScheduling": {"permitWaitingTimeSeconds": -1}},
             "at '/gangScheduling/permitWaitingTimeSeconds'",
             id="negative-permit-wait",
@@ -529,6 +535,51 @@ def test_a_resource_quota_admits_the_critical_class_outside_kube_system() -> Non
         {"scheduler": {"priorityClassName": "my-class"}},
     ):
         assert not [k for k, _ in render(DEFAULT, overrides) if k == "ResourceQuota"]
+
+
+def flow_schemas(objects: dict[tuple[str, str], Obj]) -> dict[str, Obj]:
+    return {name: obj for (kind, name), obj in objects.items() if kind == "FlowSchema"}
+
+
+@pytest.mark.parametrize("case", case_params())
+def test_flow_schemas_are_the_manifests_ones_for_the_release_account(case: Case) -> None:
+    objects = render(case)
+    found = flow_schemas(objects)
+    if case.namespace == "kube-system":
+        assert found == {}
+        return
+    account = one(objects, "ServiceAccount")["metadata"]
+    name = account["name"]
+    manifests = {n: o for (k, n), o in base_objects().items() if k == "FlowSchema"}
+    expected = {
+        "kopf-scheduler": name,
+        "kopf-scheduler-leader-election": f"{name}-leader-election",
+    }
+    if not case.values().get("scheduler", {}).get("leaderElect", True):
+        del expected["kopf-scheduler-leader-election"]
+    assert set(found) == set(expected.values())
+    for manifests_name, chart_name in expected.items():
+        spec = json.loads(json.dumps(manifests[manifests_name]["spec"]))
+        (rule,) = spec["rules"]
+        rule["subjects"] = [
+            {
+                "kind": "ServiceAccount",
+                "serviceAccount": {"name": name, "namespace": account["namespace"]},
+            }
+        ]
+        for resource_rule in rule["resourceRules"]:
+            if resource_rule["namespaces"] != ["*"]:
+                resource_rule["namespaces"] = [account["namespace"]]
+        assert found[chart_name]["spec"] == spec, chart_name
+
+
+def test_flow_schemas_take_the_priority_levels_and_can_be_left_out() -> None:
+    levels = {"priorityLevel": "my-high", "leaderElectionPriorityLevel": "my-election"}
+    found = flow_schemas(render(DEFAULT, {"scheduler": {"apiPriority": levels}}))
+    assert {
+        name: obj["spec"]["priorityLevelConfiguration"]["name"] for name, obj in found.items()
+    } == {"kopf-scheduler": "my-high", "kopf-scheduler-leader-election": "my-election"}
+    assert flow_schemas(render(DEFAULT, {"scheduler": {"apiPriority": {"enabled": False}}})) == {}
 
 
 def test_a_serving_certificate_secret_is_mounted_and_served() -> None:

@@ -36,6 +36,7 @@ CLUSTER_SCOPED_KINDS = {
     "ClusterRoleBinding",
     "PriorityClass",
     "CustomResourceDefinition",
+    "FlowSchema",
 }
 
 

@@ -271,6 +271,48 @@ def test_bindings_give_the_service_account_the_roles() -> None:
     assert pod_spec["serviceAccountName"] == account["metadata"]["name"]
 
 
+# --- API Priority and Fairness -----------------------------------------------------------------
+
+
+def test_flow_schemas_give_the_account_kube_schedulers_priority_levels() -> None:
+    schemas = {n: o["spec"] for (k, n), o in base_objects().items() if k == "FlowSchema"}
+    account = {"kind": "ServiceAccount", "serviceAccount": {"name": NAME, "namespace": NAMESPACE}}
+    everything = schemas[NAME]
+    assert everything["priorityLevelConfiguration"] == {"name": "workload-high"}
+    # kube-scheduler's bootstrap schema: precedence 800, flows by namespace.
+    assert (everything["matchingPrecedence"], everything["distinguisherMethod"]) == (
+        800,
+        {"type": "ByNamespace"},
+    )
+    (rule,) = everything["rules"]
+    assert rule["subjects"] == [account]
+    assert rule["resourceRules"] == [
+        {
+            "verbs": ["*"],
+            "apiGroups": ["*"],
+            "resources": ["*"],
+            "namespaces": ["*"],
+            "clusterScope": True,
+        }
+    ]
+    assert rule["nonResourceRules"] == [{"verbs": ["*"], "nonResourceURLs": ["*"]}]
+    election = schemas[f"{NAME}-leader-election"]
+    assert election["priorityLevelConfiguration"] == {"name": "leader-election"}
+    # Before the schema above, so that the Lease's requests are not taken by it.
+    assert election["matchingPrecedence"] < everything["matchingPrecedence"]
+    (rule,) = election["rules"]
+    assert rule["subjects"] == [account]
+    _, config = config_file(BASE)
+    assert rule["resourceRules"] == [
+        {
+            "verbs": ["get", "create", "update"],
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "namespaces": [config.leader_election.resource_namespace],
+        }
+    ]
+
+
 # --- RBAC --------------------------------------------------------------------------------------
 
 
@@ -747,7 +789,9 @@ def test_a_config_change_renames_the_configmap_and_so_rolls_the_deployment(
 def test_rendered_kube_system_overlay_is_all_in_kube_system() -> None:
     rendered = by_kind(kustomize(KUBE_SYSTEM))
     assert ("Namespace", NAMESPACE) not in rendered
-    assert without_configmaps(rendered) == {k for k in base_objects() if k[0] != "Namespace"}
+    # The bootstrap FlowSchemas classify kube-system's ServiceAccounts as the base's would.
+    left_out = {"Namespace", "FlowSchema"}
+    assert without_configmaps(rendered) == {k for k in base_objects() if k[0] not in left_out}
     for (kind, name), obj in rendered.items():
         if kind not in CLUSTER_SCOPED_KINDS:
             assert obj["metadata"]["namespace"] == "kube-system", (kind, name)
