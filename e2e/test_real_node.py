@@ -57,6 +57,7 @@ from typing import Any
 
 import pytest
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from e2e.localcluster import LocalCluster, unverified_tls
 from e2e.localcluster.build import ensure_helm
@@ -248,11 +249,7 @@ def check_opted_in_pod(kube: Kubectl, method: str) -> None:
     assert NODE_NAME in str(event.get("note")), event
 
 
-DISPATCHED = re.compile(
-    r"^apiserver_flowcontrol_dispatched_requests_total\{(?P<labels>[^}]*)\} (?P<value>\S+)$",
-    re.MULTILINE,
-)
-FLOW_SCHEMA_LABEL = re.compile(r'flow_schema="([^"]*)"')
+DISPATCHED = "apiserver_flowcontrol_dispatched_requests_total"
 BOOTSTRAP_SERVICE_ACCOUNTS = "service-accounts"
 """The bootstrap FlowSchema (workload-low) of ServiceAccounts outside kube-system."""
 
@@ -260,10 +257,11 @@ BOOTSTRAP_SERVICE_ACCOUNTS = "service-accounts"
 def dispatched_by_flow_schema(kube: Kubectl) -> dict[str, float]:
     """The API server's dispatched requests so far, per FlowSchema (all priority levels)."""
     counts: dict[str, float] = {}
-    for match in DISPATCHED.finditer(kube.run("get", "--raw", "/metrics").stdout):
-        schema = FLOW_SCHEMA_LABEL.search(match["labels"])
-        if schema is not None:
-            counts[schema[1]] = counts.get(schema[1], 0.0) + float(match["value"])
+    for family in text_string_to_metric_families(kube.run("get", "--raw", "/metrics").stdout):
+        for sample in family.samples:
+            if sample.name == DISPATCHED:
+                schema = sample.labels["flow_schema"]
+                counts[schema] = counts.get(schema, 0.0) + sample.value
     return counts
 
 

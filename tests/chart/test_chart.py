@@ -7,6 +7,7 @@ tests skip when it is not built (``make helm``).
 
 from __future__ import annotations
 
+import copy
 import importlib.metadata
 import json
 import shutil
@@ -559,7 +560,7 @@ def test_flow_schemas_are_the_manifests_ones_for_the_release_account(case: Case)
         del expected["kopf-scheduler-leader-election"]
     assert set(found) == set(expected.values())
     for manifests_name, chart_name in expected.items():
-        spec = json.loads(json.dumps(manifests[manifests_name]["spec"]))
+        spec = copy.deepcopy(manifests[manifests_name]["spec"])
         (rule,) = spec["rules"]
         rule["subjects"] = [
             {
