@@ -115,7 +115,8 @@ BENCH_UPSTREAM_CI_WORKLOADS ?= SchedulingBasic/5Nodes SchedulingWhileGated/1Node
 	PreemptionAsync/5Nodes SchedulingWithMixedChurn/10Nodes \
 	SchedulingRequiredPodAntiAffinityWithNSSelector/10Nodes \
 	SchedulingDeletedPodsWithFinalizers/10Node_100DeletingPods SchedulingCSIPVs/5Nodes \
-	SchedulingWithResourceClaimTemplate/fast EventHandlingPodUpdate/1Node_10Pods
+	SchedulingWithResourceClaimTemplate/fast SteadyStateClusterResourceClaimTemplate/fast \
+	EventHandlingPodUpdate/1Node_10Pods
 .PHONY: bench-upstream-ci
 bench-upstream-ci: $(STAMP)
 	$(PY) -m bench upstream $(addprefix --workload ,$(BENCH_UPSTREAM_CI_WORKLOADS)) \

@@ -46,6 +46,7 @@ from bench.kube import (
     pods_path,
 )
 from bench.upstream import manifests, schedmetrics, throughput
+from bench.upstream.claim_allocation import ClaimAllocationError, allocate_claims
 from bench.upstream.podstate import PodRecord, PodState, selects
 from bench.upstream.profiling import WindowProfiler
 from bench.upstream.resources import ResourceMap
@@ -122,7 +123,8 @@ class Execution:
     scheduler_name: str
     scrape: Callable[[], Awaitable[str]]
     rng: random.Random = field(default_factory=random.Random)
-    """Node name suffixes: fresh ones each run, as upstream's are random."""
+    """Node name suffixes and the node order claims are allocated in: fresh each run, as
+    upstream's are random."""
     node_names: set[str] = field(default_factory=set)
     """The names given to nodes so far, which a generated name must not repeat."""
     pods_per_namespace: dict[str, int] = field(default_factory=dict)
@@ -252,6 +254,7 @@ class Execution:
             "startCollectingMetrics": self.start_collecting_metrics,
             "stopCollectingMetrics": self.stop_collecting_metrics,
             "createResourceDriver": self.create_resource_driver,
+            "allocResourceClaims": self.alloc_resource_claims,
         }
 
     async def run(self, op: Op) -> dict[str, Any]:
@@ -648,6 +651,19 @@ class Execution:
         await create_many(self.client, lambda _: SLICES_PATH, slices, CREATOR_CONCURRENCY)
         self.cluster_objects.extend(f"{SLICES_PATH}/{s['metadata']['name']}" for s in slices)
         return {"nodes": len(matching), "devices_per_node": devices}
+
+    async def alloc_resource_claims(self, op: Op) -> dict[str, Any]:
+        """Allocate the claims of ``namespace`` (every namespace when empty) that have no
+        allocation, without a pod, as upstream's allocator library does for the op
+        (:mod:`bench.upstream.claim_allocation`)."""
+        self.adaptations.add(
+            "allocResourceClaims: claims allocated by kopf-scheduler's restatement of "
+            "upstream's structured allocator"
+        )
+        try:
+            return await allocate_claims(self.client, str(op.get("namespace") or ""), self.rng)
+        except ClaimAllocationError as error:
+            raise OpError(f"op {op.index} allocResourceClaims: {error}") from error
 
     async def stop_background(self, cut_short: bool = False) -> list[str]:
         """Stop what still runs in the background; the errors it met, if any. A collection

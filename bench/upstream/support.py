@@ -27,14 +27,11 @@ SUPPORTED = frozenset(
         "startCollectingMetrics",
         "stopCollectingMetrics",
         "createResourceDriver",
+        "allocResourceClaims",
     }
 )
 
 UNSUPPORTED_REASONS: Mapping[str, str] = {
-    "allocResourceClaims": (
-        "allocates claims with upstream's DRA allocator library outside any scheduler; "
-        "the runner has no allocator of its own to stand in for it"
-    ),
     "createResourceClaims": (
         "not used by the six configs of v1.34.10; the runner does not implement it"
     ),

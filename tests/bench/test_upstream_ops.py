@@ -47,8 +47,8 @@ def test_the_runner_carries_out_exactly_the_ops_support_declares() -> None:
 
 
 async def test_an_op_without_a_handler_is_refused_by_name() -> None:
-    with pytest.raises(OpError, match="op 4 allocResourceClaims: not carried out"):
-        await _execution(RecordingClient()).run(Op(4, "allocResourceClaims", {}))
+    with pytest.raises(OpError, match="op 4 createResourceClaims: not carried out"):
+        await _execution(RecordingClient()).run(Op(4, "createResourceClaims", {}))
 
 
 async def test_a_scheduled_barrier_waits_for_the_counted_pods_and_forgets_them() -> None:

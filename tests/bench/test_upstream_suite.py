@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from bench.upstream import suite, support
 from bench.upstream.cli import render_list
 
 SUITE = suite.suite_dir()
+MAKEFILE = Path(__file__).resolve().parents[2] / "Makefile"
 needs_suite = pytest.mark.skipif(
     not (SUITE / "misc" / suite.CONFIG_NAME).exists(),
     reason=f"scheduler_perf v1.34.10 is not in the Go module cache ({SUITE}); "
@@ -117,12 +119,12 @@ def test_pod_sets_are_unrolled_before_the_ops_are_numbered(
 
 
 @needs_suite
-def test_the_listing_counts_what_runs_and_names_what_holds_the_rest_back(
+def test_the_listing_counts_every_performance_workload_as_run(
     test_cases: list[suite.TestCase],
 ) -> None:
     listing = render_list([w for tc in test_cases for w in tc.workloads])
-    assert "performance: 118 of 124 workloads run in full" in listing
-    assert "performance workloads held back by: allocResourceClaims (6)" in listing
+    assert "performance: 124 of 124 workloads run in full" in listing
+    assert "held back" not in listing
     assert "SchedulingBasic/5Nodes  [integration-test,short]  runs" in listing
 
 
@@ -273,3 +275,24 @@ def test_smallest_first_lists_the_quick_workloads_first(
         "SchedulingBasic/5000Nodes",
     ]
     assert sorted(smallest_first) == sorted(in_suite_order)
+
+
+def _ci_slice() -> list[str]:
+    """The workloads ``make bench-upstream-ci`` runs, read from the Makefile."""
+    found = re.search(
+        r"^BENCH_UPSTREAM_CI_WORKLOADS \?=((?:.*\\\n)*.*)$", MAKEFILE.read_text(), re.M
+    )
+    assert found is not None
+    return found.group(1).replace("\\\n", " ").split()
+
+
+@needs_suite
+def test_the_ci_slice_uses_every_op_of_the_suite_the_runner_carries_out(
+    test_cases: list[suite.TestCase],
+) -> None:
+    workloads = [_workload(test_cases, name) for name in _ci_slice()]
+    assert all(suite.LABEL_INTEGRATION in w.labels for w in workloads)
+    assert all(not support.blockers(w) for w in workloads)
+    used = {op.opcode for w in workloads for op in w.ops()}
+    in_the_suite = {op.opcode for tc in test_cases for w in tc.workloads for op in w.ops()}
+    assert support.SUPPORTED & in_the_suite <= used
