@@ -13,6 +13,7 @@ from e2e.localcluster.cluster import LocalCluster
 CONTROLLERS = (
     "--controllers=disruption,nodelifecycle,taint-eviction-controller,persistentvolume-binder"
 )
+RATE = ("--kube-api-qps=100", "--kube-api-burst=200")
 
 
 @pytest.fixture
@@ -26,24 +27,30 @@ def launched(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[str]]]:
     return calls
 
 
-def test_scheduler_perf_runs_no_node_lifecycle(
+def test_scheduler_perf_runs_no_node_lifecycle_and_upstreams_client_rate(
     tmp_path: Path, launched: list[tuple[str, list[str]]]
 ) -> None:
     cluster = SchedulerPerfCluster(tmp_path)
-    cluster._launch("kube-controller-manager", ["kcm", CONTROLLERS, "--v=1"])
+    cluster._launch("kube-controller-manager", ["kcm", CONTROLLERS, *RATE, "--v=1"])
     assert launched == [
         (
             "kube-controller-manager",
-            ["kcm", "--controllers=disruption,persistentvolume-binder", "--v=1"],
+            [
+                "kcm",
+                "--controllers=disruption,persistentvolume-binder",
+                "--v=1",
+                "--kube-api-qps=5000",
+                "--kube-api-burst=5000",
+            ],
         )
     ]
 
 
-def test_other_benchmarks_keep_node_lifecycle(
+def test_other_benchmarks_keep_node_lifecycle_and_the_e2e_client_rate(
     tmp_path: Path, launched: list[tuple[str, list[str]]]
 ) -> None:
-    BenchCluster(tmp_path)._launch("kube-controller-manager", ["kcm", CONTROLLERS])
-    assert launched == [("kube-controller-manager", ["kcm", CONTROLLERS])]
+    BenchCluster(tmp_path)._launch("kube-controller-manager", ["kcm", CONTROLLERS, *RATE])
+    assert launched == [("kube-controller-manager", ["kcm", CONTROLLERS, *RATE])]
 
 
 @pytest.mark.parametrize("started", [BenchCluster, SchedulerPerfCluster])
