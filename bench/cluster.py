@@ -153,11 +153,9 @@ class SchedulerPerfCluster(BenchCluster):
 
     The controllers upstream's test server does run (the resource-claim controller, the garbage
     collector) share its client of :data:`UPSTREAM_CLIENT_QPS`. The controller manager's
-    controllers share one client too, limited to 100 requests a second in the e2e cluster, and
-    under that limit the DRA steady-state workloads (each pod's claim made from a template by the
-    resource-claim controller, then released and deleted with the pod) ran at 20 pods a second
-    with either scheduler, the median of the per-second samples 19.99 for both. Here the limit
-    is upstream's.
+    controllers share one client too, limited to 100 requests a second in the e2e cluster; the
+    workloads with claim templates wait for the resource-claim controller's claims, and a limit
+    upstream does not have has no place in front of them. Here the limit is upstream's.
     """
 
     without_node_lifecycle = True
