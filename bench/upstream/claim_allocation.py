@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from bench.e2e import DEVICE_CLASSES_PATH, RESOURCE_PATH, SLICES_PATH
+from bench.e2e import DEVICE_CLASSES_PATH, RESOURCE_PATH, SLICES_PATH, resource_claims_path
 from bench.kube import Client
 from kopf_scheduler.dra.allocator import AllocationError, Allocator, DeviceID, allocated_devices
 from kopf_scheduler.dra.cel import SelectorCache
@@ -32,9 +32,9 @@ class ClaimAllocationError(RuntimeError):
 
 def namespace_claims_path(namespace: str) -> str:
     """The claims of ``namespace``, or of every namespace when it is empty (as upstream's op)."""
-    return (
-        f"{RESOURCE_PATH}/namespaces/{namespace}/resourceclaims" if namespace else ALL_CLAIMS_PATH
-    )
+    if not namespace:
+        return ALL_CLAIMS_PATH
+    return resource_claims_path({"metadata": {"namespace": namespace}})
 
 
 async def allocate_claims(client: Client, namespace: str, rng: random.Random) -> dict[str, Any]:
@@ -73,13 +73,8 @@ async def allocate_claims(client: Client, namespace: str, rng: random.Random) ->
                 f"could not allocate claim {index} out of {len(claims)} ({_name(claim)})"
             )
         claim["status"] = {**(claim.get("status") or {}), "allocation": result[0]}
-        metadata = claim["metadata"]
-        await client.request(
-            "PUT",
-            f"{RESOURCE_PATH}/namespaces/{metadata['namespace']}/resourceclaims/"
-            f"{metadata['name']}/status",
-            claim,
-        )
+        item = f"{resource_claims_path(claim)}/{claim['metadata']['name']}"
+        await client.request("PUT", f"{item}/status", claim)
         in_use |= allocated_devices(claim)
         allocated += 1
     return {
