@@ -150,6 +150,49 @@ def test_snapshot_interleaves_zones() -> None:
     assert [n.name for n in snapshot.node_info_list] == ["a1", "b1", "c1", "a2", "c2", "a3"]
 
 
+def test_named_nodes_come_in_the_snapshot_order_whatever_the_order_asked() -> None:
+    cache = Cache(FakeClock())
+    for name, zone in [("a1", "a"), ("a2", "a"), ("b1", "b"), ("b2", "b")]:
+        cache.add_node(make_node(name).zone(zone).node())
+    snapshot = Snapshot()
+    cache.update_snapshot(snapshot)
+    assert [n.name for n in snapshot.node_info_list] == ["a1", "b1", "a2", "b2"]
+    named = snapshot.in_list_order(["b2", "gone", "a1", "a2"])
+    assert [n.name for n in named] == ["a1", "a2", "b2"]
+    assert named[0] is snapshot.get("a1")
+
+
+def test_named_nodes_follow_nodes_added_removed_and_changed_in_place() -> None:
+    cache = Cache(FakeClock())
+    cache.add_node(make_node("n1").node())
+    cache.add_node(make_node("n2").node())
+    snapshot = Snapshot()
+    cache.update_snapshot(snapshot)
+    assert [n.name for n in snapshot.in_list_order({"n1", "n2"})] == ["n1", "n2"]
+    cache.add_pod(make_pod("p").node("n2").pod())
+    cache.update_snapshot(snapshot)
+    (changed,) = snapshot.in_list_order({"n2"})
+    assert changed is snapshot.get("n2")
+    assert len(changed.pods) == 1
+    cache.remove_node("n1")
+    cache.add_node(make_node("n3").node())
+    cache.update_snapshot(snapshot)
+    assert [n.name for n in snapshot.in_list_order({"n1", "n2", "n3"})] == ["n2", "n3"]
+
+
+def test_named_nodes_follow_a_list_rewritten_without_a_new_layout() -> None:
+    first, second = NodeInfo(make_node("n1").node()), NodeInfo(make_node("n2").node())
+    snapshot = Snapshot.from_node_infos([first, second])
+    assert snapshot.in_list_order({"n1"}) == [first]
+    snapshot.node_info_list[:] = [second, first]
+    assert snapshot.in_list_order({"n1"}) == [first]
+    assert snapshot.in_list_order({"n1", "n2"}) == [second, first]
+    third = NodeInfo(make_node("n3").node())
+    snapshot.node_info_map["n3"] = third
+    snapshot.node_info_list[0] = third
+    assert snapshot.in_list_order({"n3"}) == [third]
+
+
 def test_image_states_count_nodes() -> None:
     cache = Cache(FakeClock())
     cache.add_node(make_node("n1").image(["nginx:1"], 100).node())

@@ -11,7 +11,7 @@ drain ``changed_nodes`` to stay in step in time proportional to the change, not 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from kopf_scheduler.cache.node_info import NodeInfo
 
@@ -28,6 +28,8 @@ class Snapshot:
         """Bumped whenever ``node_info_list`` is rebuilt rather than patched in place."""
         self.changed_nodes: set[str] = set()
         """Nodes whose entry was replaced in place since a consumer last drained this set."""
+        self._positions: dict[str, int] = {}
+        self._positions_layout = -1
 
     @classmethod
     def from_node_infos(
@@ -52,6 +54,34 @@ class Snapshot:
 
     def get(self, name: str) -> NodeInfo | None:
         return self.node_info_map.get(name)
+
+    def in_list_order(self, names: Collection[str]) -> list[NodeInfo]:
+        """The entries of those ``names`` the snapshot has, in ``node_info_list``'s order.
+
+        A PreFilter plugin that names the only nodes a pod can go to (a DaemonSet pod's node
+        affinity names one) leaves a few nodes out of thousands: finding them by name costs the
+        names, where walking the list to keep its order would cost every node on every attempt.
+        Positions are indexed once per layout, and again when an entry is not where the index
+        says or a known node is missing from it (the list was changed without a new layout).
+        """
+        infos = self.node_info_list
+        for _ in range(2):
+            positions = self._positions_of_layout()
+            found = sorted((positions[name], name) for name in names if name in positions)
+            if all(at < len(infos) and infos[at].name == name for at, name in found) and all(
+                name in positions for name in names if name in self.node_info_map
+            ):
+                break
+            self._positions_layout = -1
+        return [infos[at] for at, _ in found]
+
+    def _positions_of_layout(self) -> dict[str, int]:
+        if self._positions_layout != self.layout_version or len(self._positions) != len(
+            self.node_info_list
+        ):
+            self._positions = {info.name: at for at, info in enumerate(self.node_info_list)}
+            self._positions_layout = self.layout_version
+        return self._positions
 
     def is_pvc_used_by_pods(self, key: str) -> bool:
         """Whether any pod on any node (bound or assumed) uses claim ``namespace/name``.

@@ -231,7 +231,7 @@ class Algorithm:
         positions: IntArray | None = None
         feasible: list[NodeInfo] | None = None
         if pre_result is not None and pre_result.node_names is not None:
-            nodes = [n for n in all_nodes if n.name in pre_result.node_names]
+            nodes = snapshot.in_list_order(pre_result.node_names)
             diagnosis.node_to_status.absent = Status(
                 Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                 f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]",
