@@ -487,7 +487,7 @@ async def allocate_init_claims(
         claim_name = shapes.init_claim_name(name)
         await client.request(
             "PATCH",
-            f"{RESOURCE_PATH}/namespaces/{namespace}/resourceclaims/{claim_name}/status",
+            f"{namespace_claims_path(namespace)}/{claim_name}/status",
             {"status": status},
             content_type=MERGE_PATCH,
         )
@@ -501,7 +501,7 @@ async def wait_resource_claims_gone(
     """After the namespace's pods: its claims go once the resource-claim controller has lifted
     their finalizer, and only then are their devices free for the next run."""
     started = time.monotonic()
-    path = f"{RESOURCE_PATH}/namespaces/{namespace}/resourceclaims"
+    path = namespace_claims_path(namespace)
     while time.monotonic() - started < timeout:
         page = await client.request("GET", path, params={"limit": "1"})
         if not page.get("items"):
@@ -510,8 +510,14 @@ async def wait_resource_claims_gone(
     raise RuntimeError(f"resource claims of {namespace} still there after {timeout:.0f}s")
 
 
+def namespace_claims_path(namespace: str) -> str:
+    """The ResourceClaims of one namespace."""
+    return f"{RESOURCE_PATH}/namespaces/{namespace}/resourceclaims"
+
+
 def resource_claims_path(raw: Mapping[str, Any]) -> str:
-    return f"{RESOURCE_PATH}/namespaces/{raw['metadata']['namespace']}/resourceclaims"
+    """The ResourceClaims of the namespace of ``raw``, a claim."""
+    return namespace_claims_path(raw["metadata"]["namespace"])
 
 
 def device_check(pods: list[dict[str, Any]], claims: list[dict[str, Any]]) -> dict[str, Any]:
@@ -885,7 +891,7 @@ async def run_one(
     if "victims" in scenario.checks:
         result["checks"]["victims"] = result["victims"]
     if scenario.devices:
-        claims, _ = await client.list_all(f"{RESOURCE_PATH}/namespaces/{namespace}/resourceclaims")
+        claims, _ = await client.list_all(namespace_claims_path(namespace))
         result["checks"]["devices"] = device_check(pods, claims)
         result["checks"]["ok"] = result["checks"]["ok"] and result["checks"]["devices"]["ok"]
         result["devices"] = devices

@@ -16,7 +16,13 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from bench.e2e import DEVICE_CLASSES_PATH, RESOURCE_PATH, SLICES_PATH, resource_claims_path
+from bench.e2e import (
+    DEVICE_CLASSES_PATH,
+    RESOURCE_PATH,
+    SLICES_PATH,
+    namespace_claims_path,
+    resource_claims_path,
+)
 from bench.kube import Client
 from kopf_scheduler.dra.allocator import AllocationError, Allocator, DeviceID, allocated_devices
 from kopf_scheduler.dra.cel import SelectorCache
@@ -30,17 +36,15 @@ class ClaimAllocationError(RuntimeError):
     """A claim that no node can serve, or one the allocator refuses."""
 
 
-def namespace_claims_path(namespace: str) -> str:
+def claims_to_allocate_path(namespace: str) -> str:
     """The claims of ``namespace``, or of every namespace when it is empty (as upstream's op)."""
-    if not namespace:
-        return ALL_CLAIMS_PATH
-    return resource_claims_path({"metadata": {"namespace": namespace}})
+    return namespace_claims_path(namespace) if namespace else ALL_CLAIMS_PATH
 
 
 async def allocate_claims(client: Client, namespace: str, rng: random.Random) -> dict[str, Any]:
     """Allocate every claim of ``namespace`` that has no allocation yet; how many there were
     and how many nodes the search tried."""
-    claims, _ = await client.list_all(namespace_claims_path(namespace))
+    claims, _ = await client.list_all(claims_to_allocate_path(namespace))
     everywhere, _ = await client.list_all(ALL_CLAIMS_PATH)
     nodes, _ = await client.list_all("/api/v1/nodes")
     slices, _ = await client.list_all(SLICES_PATH)

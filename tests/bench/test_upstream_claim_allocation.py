@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from bench.e2e import DEVICE_CLASSES_PATH, SLICES_PATH
+from bench.e2e import DEVICE_CLASSES_PATH, SLICES_PATH, namespace_claims_path
 from bench.kube import Client
-from bench.upstream.claim_allocation import ALL_CLAIMS_PATH, namespace_claims_path
+from bench.upstream.claim_allocation import ALL_CLAIMS_PATH
 from bench.upstream.ops import Execution, OpError
 from bench.upstream.podstate import PodState
 from bench.upstream.suite import Op, TestCase
