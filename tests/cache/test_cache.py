@@ -193,6 +193,26 @@ def test_named_nodes_follow_a_list_rewritten_without_a_new_layout() -> None:
     assert snapshot.in_list_order({"n3"}) == [third]
 
 
+def test_an_entry_replaced_in_place_keeps_the_layout_and_is_recorded() -> None:
+    first, second = NodeInfo(make_node("n1").node()), NodeInfo(make_node("n2").node())
+    snapshot = Snapshot.from_node_infos([first, second])
+    layout = snapshot.layout_version
+    newer = NodeInfo(make_node("n2").node())
+    snapshot.replace_in_place(newer)
+    snapshot.replace_in_place(NodeInfo(make_node("n3").node()))
+    assert [id(info) for info in snapshot.node_info_list] == [id(first), id(newer)]
+    assert snapshot.changed_nodes == {"n2"}
+    assert snapshot.layout_version == layout
+    snapshot.lay_out([newer, first])
+    assert snapshot.layout_version == layout + 1
+    assert snapshot.changed_nodes == set()
+    assert [id(info) for info in snapshot.in_list_order({"n1", "n2"})] == [id(newer), id(first)]
+    snapshot.node_info_list = [first, newer]
+    newest = NodeInfo(make_node("n1").node())
+    snapshot.replace_in_place(newest)
+    assert [id(info) for info in snapshot.node_info_list] == [id(newest), id(newer)]
+
+
 def test_image_states_count_nodes() -> None:
     cache = Cache(FakeClock())
     cache.add_node(make_node("n1").image(["nginx:1"], 100).node())

@@ -56,7 +56,6 @@ class Cache:
         self._tree_changed = True
         self._namespaces_changed = True
         self._generation = 0
-        self._position: dict[str, int] = {}
         self._last_snapshot: Snapshot | None = None
 
     # Nodes ---------------------------------------------------------------------------------
@@ -309,16 +308,9 @@ class Cache:
             ):
                 rebuild_affinity = True
             if not self._tree_changed:
-                position = self._position.get(name)
-                if position is not None:
-                    snapshot.node_info_list[position] = clone
-                    snapshot.changed_nodes.add(name)
+                snapshot.replace_in_place(clone)
         if self._tree_changed:
-            order = self._tree.ordered()
-            self._position = {name: index for index, name in enumerate(order)}
-            snapshot.node_info_list = [infos[name] for name in order]
-            snapshot.layout_version += 1
-            snapshot.changed_nodes.clear()
+            snapshot.lay_out([infos[name] for name in self._tree.ordered()])
             self._tree_changed = False
             rebuild_affinity = True
         self._dirty.clear()

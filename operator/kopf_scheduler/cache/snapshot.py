@@ -4,9 +4,10 @@ A snapshot is refreshed from the cache at the start of each scheduling cycle and
 during the cycle (preemption dry runs clone the NodeInfos they modify).
 
 The snapshot also records what each refresh changed: ``layout_version`` moves whenever the node
-list is rebuilt (nodes added, removed or reordered), and ``changed_nodes`` collects the names of
-nodes whose NodeInfo was replaced in place. Derived per-node indexes (the vectorised fast path)
-drain ``changed_nodes`` to stay in step in time proportional to the change, not to the cluster.
+list is laid out anew (nodes added, removed or reordered), and ``changed_nodes`` collects the
+names of nodes whose NodeInfo was replaced in place, found by the position of each name that the
+snapshot indexes once per layout. Derived per-node indexes (the vectorised fast path) drain
+``changed_nodes`` to stay in step in time proportional to the change, not to the cluster.
 """
 
 from __future__ import annotations
@@ -39,12 +40,34 @@ class Snapshot:
     ) -> Snapshot:
         """A standalone snapshot (tests, dry runs)."""
         snapshot = cls()
-        snapshot.node_info_list = list(node_infos)
+        snapshot.lay_out(list(node_infos))
         snapshot.node_info_map = {n.name: n for n in node_infos}
         snapshot.rebuild_affinity_lists()
         snapshot.namespace_labels = namespace_labels or {}
-        snapshot.layout_version = 1
         return snapshot
+
+    def lay_out(self, node_infos: list[NodeInfo]) -> None:
+        """Make ``node_infos`` the node list: a new layout, nothing changed in place yet."""
+        self.node_info_list = node_infos
+        self.layout_version += 1
+        self.changed_nodes.clear()
+        self._positions = {info.name: at for at, info in enumerate(node_infos)}
+        self._positions_layout = self.layout_version
+
+    def replace_in_place(self, info: NodeInfo) -> None:
+        """Put ``info`` where its node's entry is in the list and record the node as changed.
+
+        A node the list does not hold is left out: adding one takes a new layout. An index that
+        disagrees with the list (rewritten without a new layout) is built again first.
+        """
+        infos = self.node_info_list
+        at = self._positions_of_layout().get(info.name)
+        if at is not None and (at >= len(infos) or infos[at].name != info.name):
+            self._positions_layout = -1
+            at = self._positions_of_layout().get(info.name)
+        if at is not None:
+            self.node_info_list[at] = info
+            self.changed_nodes.add(info.name)
 
     def rebuild_affinity_lists(self) -> None:
         self.have_pods_with_affinity = [n for n in self.node_info_list if n.pods_with_affinity]
